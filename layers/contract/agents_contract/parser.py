@@ -1,0 +1,328 @@
+"""The execution parser: request -> resolved, immutable Session snapshot.
+
+Saving an Agent checks only the request's shape (protocol errors); it never qualifies execution,
+so a saved Agent keeps every pinned value. Session creation resolves the saved Agent plus inline
+overrides into the snapshot and then admits it against the selected Harness (`admission.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+from . import jsonutil, validation, wire
+from .errors import InvalidRequest
+
+# ---- protocol checks shared by Agent save and Session creation ---------------------------------
+
+METADATA_MAX_PAIRS = 16
+METADATA_MAX_KEY = 64
+METADATA_MAX_VALUE = 512
+
+
+def check_metadata(metadata: Optional[dict[str, str]], param: str = "metadata") -> None:
+    if not metadata:
+        return
+    if len(metadata) > METADATA_MAX_PAIRS:
+        raise InvalidRequest(
+            f"Invalid '{param}': too many properties. Expected an object with at most {METADATA_MAX_PAIRS} "
+            f"properties, but got {len(metadata)} instead.",
+            param=param,
+        )
+    for key, value in metadata.items():
+        if not key or len(key) > METADATA_MAX_KEY:
+            raise InvalidRequest(
+                f"Invalid '{param}': keys must be 1 to {METADATA_MAX_KEY} characters; got a key of {len(key)}.",
+                param=param,
+            )
+        if len(value) > METADATA_MAX_VALUE:
+            raise InvalidRequest(
+                f"Invalid '{param}.{key}': string too long. Expected a string with maximum length "
+                f"{METADATA_MAX_VALUE}, but got a string with length {len(value)} instead.",
+                param=f"{param}.{key}",
+            )
+
+
+def _root_type(schema: dict[str, Any]) -> Any:
+    return schema.get("type")
+
+
+def _type_text(value: Any) -> str:
+    return jsonutil.dumps(value) if not isinstance(value, str) else value
+
+
+def check_tools(tools: Sequence[wire.AnyTool], prefix: str) -> None:
+    """Duplicates, nonblank names, unique labels and function schema roots (protocol errors)."""
+    names: set[str] = set()
+    labels: set[str] = set()
+    seen: set[str] = set()
+    for i, tool in enumerate(tools):
+        at = f"{prefix}tools[{i}]"
+        if isinstance(tool, wire.FunctionTool):
+            if not tool.name.strip():
+                raise InvalidRequest(f"Invalid '{at}.name': function names must be nonblank.", param=f"{at}.name")
+            if tool.name in names:
+                raise InvalidRequest(f"duplicate function tool name: {tool.name}", param=None)
+            names.add(tool.name)
+            root = _root_type(tool.parameters)
+            if "type" in tool.parameters and root != "object":
+                raise InvalidRequest(
+                    f"Invalid schema for function '{tool.name}': schema must be a JSON Schema of "
+                    f"'type: \"object\"', got 'type: \"{_type_text(root)}\"'.",
+                    param=f"{at}.parameters",
+                )
+        elif isinstance(tool, (wire.WebSearchTool, wire.ToolSearchTool, wire.ProgrammaticToolCallingTool)):
+            if tool.type in seen:
+                raise InvalidRequest(f"duplicate {tool.type} tool", param=None)
+            seen.add(tool.type)
+        else:  # MCP
+            if not tool.server_label:
+                raise InvalidRequest(
+                    f"Invalid '{at}.server_label': server_label must be nonempty.", param=f"{at}.server_label"
+                )
+            if tool.server_label in labels:
+                raise InvalidRequest(f"duplicate mcp server_label: {tool.server_label}", param=None)
+            labels.add(tool.server_label)
+
+
+def check_text(text: Optional[wire.TextConfig], prefix: str) -> None:
+    fmt = text.format if text else None
+    if isinstance(fmt, wire.TextFormatJSONSchema) and "type" in fmt.schema_ and fmt.schema_["type"] != "object":
+        raise InvalidRequest(
+            f'{prefix}text.format.schema must have top-level type "object"; got "{_type_text(fmt.schema_["type"])}"',
+            param=f"{prefix}text.format.schema",
+        )
+
+
+def _check_config(config: wire._AgentConfig, tools: Optional[Sequence[wire.AnyTool]], prefix: str) -> None:
+    if tools:
+        check_tools(tools, prefix)
+    check_text(config.text, prefix)
+
+
+def parse_agent_create(body: Any) -> wire.AgentCreate:
+    request = validation.parse(wire.AgentCreate, body)
+    _check_config(request, request.tools, "")
+    check_metadata(request.metadata)
+    return request
+
+
+def parse_agent_update(body: Any) -> wire.AgentUpdate:
+    request = validation.parse(wire.AgentUpdate, body)
+    if request.given("model") and request.model is None:
+        raise InvalidRequest("Invalid type for 'model': expected a string, but got null instead.", param="model")
+    _check_config(request, request.tools, "")
+    check_metadata(request.metadata)
+    return request
+
+
+def parse_session_create(body: Any) -> wire.SessionCreate:
+    request = validation.parse(wire.SessionCreate, body)
+    if request.agent is not None:
+        _check_config(request.agent, request.agent.tools, "agent.")
+    check_metadata(request.metadata)
+    return request
+
+
+def parse_session_update(body: Any) -> wire.SessionUpdate:
+    request = validation.parse(wire.SessionUpdate, body)
+    check_metadata(request.metadata)
+    return request
+
+
+# ---- saved Agent configuration ----------------------------------------------------------------
+
+CONFIG_FIELDS = (
+    "model",
+    "instructions",
+    "reasoning",
+    "service_tier",
+    "text",
+    "tools",
+    "compaction",
+    "experimental",
+    "multi_agent",
+)
+
+
+def config_as_sent(request: BaseModel, fields: Sequence[str] = CONFIG_FIELDS) -> dict[str, Any]:
+    """The configuration members the caller sent, exactly (presence, nulls and numbers kept)."""
+    dumped = request.model_dump(by_alias=True, exclude_unset=True, include=set(fields))
+    return {k: v for k, v in dumped.items() if k in fields}
+
+
+def merge_config(saved: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """An update's members replace the saved ones (null resets a member to its default)."""
+    merged = dict(saved)
+    merged.update(update)
+    return merged
+
+
+_INLINE_TOOLS = TypeAdapter(list[wire.InlineTool])
+
+
+def tools_from_config(raw: Optional[list[dict[str, Any]]]) -> list[wire.AnyTool]:
+    if not raw:
+        return []
+    return list(_INLINE_TOOLS.validate_python(raw))
+
+
+# ---- resolved shapes --------------------------------------------------------------------------
+
+
+def resolve_tool(tool: wire.AnyTool, placement: Optional[str] = None) -> dict[str, Any]:
+    """One tool with every default the spec names applied (the persisted resource shape)."""
+    if isinstance(tool, wire.FunctionTool):
+        out: dict[str, Any] = {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+            "defer_loading": tool.defer_loading,
+        }
+        if tool.given("async_"):
+            out["async"] = tool.async_
+        return out
+    if isinstance(tool, wire.ToolSearchTool):
+        return {"type": "tool_search"}
+    if isinstance(tool, wire.ProgrammaticToolCallingTool):
+        return {"type": "programmatic_tool_calling", "enabled": tool.enabled}
+    if isinstance(tool, wire.WebSearchTool):
+        location = None
+        if tool.location is not None:
+            loc = tool.location
+            location = {"city": loc.city, "country": loc.country, "region": loc.region, "timezone": loc.timezone}
+        return {
+            "type": "web_search",
+            "mode": tool.mode or "live",
+            "context_size": tool.context_size or "medium",
+            "allowed_domains": list(tool.allowed_domains) if tool.allowed_domains is not None else None,
+            "location": location,
+        }
+    transport = tool.transport
+    if isinstance(transport, wire.HttpTransport):
+        resolved_transport: dict[str, Any] = {
+            "type": "http",
+            "server_url": transport.server_url,
+            "headers": dict(transport.headers or {}),
+        }
+        default_origin = "environment" if placement == "workspace" else "service"
+    else:
+        resolved_transport = {
+            "type": "stdio",
+            "command": transport.command,
+            "cwd": transport.cwd,
+            "args": list(transport.args or []),
+            "env_vars": list(transport.env_vars or []),
+        }
+        default_origin = "environment"
+    return {
+        "type": "mcp",
+        "server_label": tool.server_label,
+        "transport": resolved_transport,
+        "allowed_tools": list(tool.allowed_tools) if tool.allowed_tools is not None else None,
+        "connection_origin": tool.connection_origin or default_origin,
+        "credential_id": tool.credential_id,
+        "request_metadata": dict(tool.request_metadata or {}),
+        "required": tool.required,
+    }
+
+
+def resolve_text(raw: Any) -> dict[str, Any]:
+    raw = raw or {}
+    fmt = raw.get("format") or {"type": "text"}
+    if fmt.get("type") == "json_schema":
+        fmt = {"type": "json_schema", "schema": fmt["schema"]}
+    else:
+        fmt = {"type": "text"}
+    return {"format": fmt, "verbosity": raw.get("verbosity") or "medium"}
+
+
+def resolve_agent_config(config: dict[str, Any], placement: Optional[str] = None) -> dict[str, Any]:
+    """Saved or merged configuration -> the resolved Agent configuration (resource members)."""
+    reasoning = config.get("reasoning") or {}
+    multi_agent = config.get("multi_agent") or {}
+    compaction = config.get("compaction") or {}
+    experimental = config.get("experimental") or {}
+    return {
+        "model": config.get("model"),
+        "instructions": config.get("instructions"),
+        "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
+        "service_tier": config.get("service_tier") or "auto",
+        "text": resolve_text(config.get("text")),
+        "tools": [resolve_tool(t, placement) for t in tools_from_config(config.get("tools"))],
+        "multi_agent": {
+            "enabled": bool(multi_agent.get("enabled", False)),
+            "max_concurrent_subagents": multi_agent.get("max_concurrent_subagents"),
+        },
+        "compaction": {"async": bool(compaction.get("async") or False)},
+        "experimental": {"time_awareness": bool(experimental.get("time_awareness", False))},
+    }
+
+
+class Snapshot(BaseModel):
+    """The immutable, resolved Session configuration. Definitions stay fixed for its lifetime."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    agent_id: str
+    agent_name: Optional[str] = None
+    agent: dict[str, Any]
+    environment: dict[str, Any]
+    harness: str
+    impersonate: Optional[str] = None
+
+    @property
+    def placement(self) -> str:
+        return "none" if self.environment["type"] == "none" else "workspace"
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return self.agent["tools"]
+
+    @property
+    def functions(self) -> list[dict[str, Any]]:
+        return [t for t in self.tools if t["type"] == "function"]
+
+    @property
+    def output_schema(self) -> Optional[dict[str, Any]]:
+        fmt = self.agent["text"]["format"]
+        return fmt["schema"] if fmt["type"] == "json_schema" else None
+
+    def to_json(self) -> str:
+        return jsonutil.dumps(self.model_dump())
+
+    @classmethod
+    def from_json(cls, text: str) -> "Snapshot":
+        return cls.model_validate(jsonutil.loads(text))
+
+
+def resolve_environment(env: wire.EnvironmentNone | wire.EnvironmentSelfHosted | wire.EnvironmentOpenAIHosted) -> dict[str, Any]:
+    if isinstance(env, wire.EnvironmentNone):
+        return {"type": "none"}
+    if isinstance(env, wire.EnvironmentSelfHosted):
+        return {
+            "type": "self_hosted",
+            "workspace_directory": env.workspace_directory,
+            "capability_directories": list(env.capability_directories or []),
+        }
+    network = env.network
+    packages = env.packages
+    return {
+        "type": "openai_hosted",
+        # The hosted workspace directory is fixed; the Claude stdio cwd rule compares against it.
+        "workspace_directory": "/workspace",
+        "capability_directories": list(env.capability_directories or []),
+        "container_size": env.container_size,
+        "desktop": {"enabled": env.desktop.enabled} if env.desktop else None,
+        "network": {
+            "access": network.access if network else "disabled",
+            "allowed_domains": list((network.allowed_domains if network else None) or []),
+        },
+        "packages": {
+            "npm": list((packages.npm if packages else None) or []),
+            "python": list((packages.python if packages else None) or []),
+            "system": list((packages.system if packages else None) or []),
+        },
+    }

@@ -1,0 +1,381 @@
+"""Wire models for requests, mirroring the official SDK's param types (openai==3.57.0).
+
+Every model is strict and forbids unknown members, so pydantic's own errors map one to one onto the
+official protocol messages (see `validation.py`). Field presence is kept by pydantic's
+`model_fields_set`: omitted, null and given stay distinguishable.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"]
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+Summary = Literal["concise", "detailed", "auto"]
+Verbosity = Literal["low", "medium", "high"]
+WebSearchMode = Literal["disabled", "cached", "live"]
+ContextSize = Literal["low", "medium", "high"]
+ConnectionOrigin = Literal["service", "environment"]
+
+# Tag orders as the official messages list them.
+TOOL_TYPES = ("function", "tool_search", "programmatic_tool_calling", "mcp", "web_search")
+TRANSPORT_TYPES = ("http", "stdio")
+TEXT_FORMAT_TYPES = ("text", "json_schema")
+ENVIRONMENT_TYPES = ("none", "openai_hosted", "self_hosted")
+INPUT_EVENT_TYPES = (
+    "agent.session.input.message",
+    "agent.session.input.cancel",
+    "agent.session.input.tool_result",
+    "agent.session.input.mcp_approval_request_result",
+    "agent.session.input.computer_use_approval_request_result",
+)
+CONTENT_TYPES = ("input_text", "input_image")
+JSONObject = dict[str, Any]
+
+
+class Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, arbitrary_types_allowed=True)
+
+    def given(self, name: str) -> bool:
+        """Whether the caller sent this member (null included)."""
+        return name in self.model_fields_set
+
+
+# ---- tools -------------------------------------------------------------------------------------
+
+
+class FunctionTool(Wire):
+    type: Literal["function"]
+    name: str
+    description: str
+    parameters: JSONObject
+    defer_loading: bool = False
+    async_: bool = Field(default=False, alias="async")
+
+
+class ToolSearchTool(Wire):
+    type: Literal["tool_search"]
+
+
+class ProgrammaticToolCallingTool(Wire):
+    type: Literal["programmatic_tool_calling"]
+    enabled: bool = True
+
+
+class WebSearchLocation(Wire):
+    city: Optional[str] = None
+    country: Optional[str] = None
+    region: Optional[str] = None
+    timezone: Optional[str] = None
+
+
+class WebSearchTool(Wire):
+    type: Literal["web_search"]
+    mode: Optional[WebSearchMode] = None
+    context_size: Optional[ContextSize] = None
+    allowed_domains: Optional[list[str]] = None
+    location: Optional[WebSearchLocation] = None
+
+
+class HttpTransport(Wire):
+    type: Literal["http"]
+    server_url: str
+    headers: Optional[dict[str, str]] = None
+
+
+class StdioTransport(Wire):
+    type: Literal["stdio"]
+    command: str
+    cwd: str
+    args: Optional[list[str]] = None
+    env_vars: Optional[list[str]] = None
+
+
+class InlineHttpTransport(HttpTransport):
+    """Session inline form: the SDK also sends `authorization` (rejected at admission)."""
+
+    authorization: Optional[str] = None
+
+
+class InlineStdioTransport(StdioTransport):
+    """Session inline form: the SDK also sends `env` (rejected at admission when nonempty)."""
+
+    env: Optional[dict[str, str]] = None
+
+
+SavedTransport = Annotated[Union[HttpTransport, StdioTransport], Field(discriminator="type")]
+InlineTransport = Annotated[Union[InlineHttpTransport, InlineStdioTransport], Field(discriminator="type")]
+
+
+class _McpBase(Wire):
+    type: Literal["mcp"]
+    server_label: str
+    allowed_tools: Optional[list[str]] = None
+    connection_origin: Optional[ConnectionOrigin] = None
+    credential_id: Optional[str] = None
+    request_metadata: Optional[JSONObject] = None
+    required: bool = False
+
+
+class McpTool(_McpBase):
+    transport: SavedTransport
+
+
+class InlineMcpTool(_McpBase):
+    transport: InlineTransport
+
+
+SavedTool = Annotated[
+    Union[FunctionTool, ToolSearchTool, ProgrammaticToolCallingTool, McpTool, WebSearchTool],
+    Field(discriminator="type"),
+]
+InlineTool = Annotated[
+    Union[FunctionTool, ToolSearchTool, ProgrammaticToolCallingTool, InlineMcpTool, WebSearchTool],
+    Field(discriminator="type"),
+]
+AnyTool = Union[FunctionTool, ToolSearchTool, ProgrammaticToolCallingTool, McpTool, InlineMcpTool, WebSearchTool]
+
+# ---- agent configuration -----------------------------------------------------------------------
+
+
+class TextFormatText(Wire):
+    type: Literal["text"]
+
+
+class TextFormatJSONSchema(Wire):
+    """The Agents API form: no name, strict or other Responses API wrapper fields."""
+
+    type: Literal["json_schema"]
+    schema_: JSONObject = Field(alias="schema")
+
+
+TextFormat = Annotated[Union[TextFormatText, TextFormatJSONSchema], Field(discriminator="type")]
+
+
+class TextConfig(Wire):
+    format: Optional[TextFormat] = None
+    verbosity: Optional[Verbosity] = None
+
+
+class Reasoning(Wire):
+    effort: Optional[Effort] = None
+    summary: Optional[Summary] = None
+
+
+class MultiAgent(Wire):
+    enabled: bool
+    max_concurrent_subagents: int = Field(default=None, ge=1)  # type: ignore[assignment]
+
+
+class Compaction(Wire):
+    async_: Optional[bool] = Field(default=None, alias="async")
+
+
+class Experimental(Wire):
+    time_awareness: bool = False
+
+
+class Extension(Wire):
+    """`x_agents_core`: this project's request extension (sent through the SDK's `extra_body`)."""
+
+    harness: Optional[Literal["codex", "claude_code", "minimax_code", "scripted"]] = None
+    impersonate: Optional[Literal["codex", "claude_code", "minimax_code"]] = None
+
+
+Metadata = Optional[dict[str, str]]
+
+
+class _AgentConfig(Wire):
+    instructions: Optional[str] = None
+    reasoning: Optional[Reasoning] = None
+    service_tier: Optional[ServiceTier] = None
+    text: Optional[TextConfig] = None
+    compaction: Optional[Compaction] = None
+    experimental: Optional[Experimental] = None
+    multi_agent: Optional[MultiAgent] = None
+
+
+class AgentCreate(_AgentConfig):
+    model: str
+    name: Optional[str] = None
+    metadata: Metadata = None
+    tools: Optional[list[SavedTool]] = None
+    x_agents_core: Optional[Extension] = None
+
+
+class AgentUpdate(_AgentConfig):
+    model: Optional[str] = None
+    name: Optional[str] = None
+    metadata: Metadata = None
+    tools: Optional[list[SavedTool]] = None
+
+
+class InlineAgent(_AgentConfig):
+    """Session create `agent`: inline overrides of the saved Agent (or a whole inline Agent)."""
+
+    model: Optional[str] = None
+    tools: Optional[list[InlineTool]] = None
+
+
+# ---- sessions ----------------------------------------------------------------------------------
+
+
+class InputText(Wire):
+    type: Literal["input_text"]
+    text: str
+
+
+class InputImage(Wire):
+    type: Literal["input_image"]
+    image_url: str
+
+
+InputContent = Annotated[Union[InputText, InputImage], Field(discriminator="type")]
+
+
+def string_or_array(value: Any) -> str | None:
+    """Tag of a `str | list[...]` member; anything else is a type error naming both."""
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return None
+
+
+def _string_or(item: Any) -> Any:
+    return Annotated[
+        Union[Annotated[str, Tag("string")], Annotated[list[item], Tag("array")]],  # type: ignore[valid-type]
+        Discriminator(string_or_array),
+    ]
+
+
+class InputMessage(Wire):
+    role: Literal["user"]
+    content: list[InputContent]
+    type: Literal["message"] = "message"
+
+
+class EnvironmentNone(Wire):
+    type: Literal["none"]
+
+
+class EnvironmentSelfHosted(Wire):
+    type: Literal["self_hosted"]
+    workspace_directory: str
+    capability_directories: Optional[list[str]] = None
+
+
+class HostedNetwork(Wire):
+    access: Literal["enabled", "disabled", "restricted"]
+    allowed_domains: Optional[list[str]] = None
+    blocked_domains: Optional[list[str]] = None
+
+
+class HostedPackages(Wire):
+    npm: Optional[list[str]] = None
+    python: Optional[list[str]] = None
+    system: Optional[list[str]] = None
+
+
+class HostedDesktop(Wire):
+    enabled: bool
+
+
+class EnvironmentOpenAIHosted(Wire):
+    type: Literal["openai_hosted"]
+    capability_directories: Optional[list[str]] = None
+    container_size: Optional[Literal["small", "medium", "large"]] = None
+    desktop: Optional[HostedDesktop] = None
+    env: Optional[dict[str, str]] = None
+    environment_id: Optional[str] = None
+    environment_template_id: Optional[str] = None
+    files: Optional[list[JSONObject]] = None
+    network: Optional[HostedNetwork] = None
+    packages: Optional[HostedPackages] = None
+    plugins: Optional[list[JSONObject]] = None
+    setup_commands: Optional[list[JSONObject]] = None
+    skills: Optional[list[JSONObject]] = None
+
+
+Environment = Annotated[
+    Union[EnvironmentNone, EnvironmentOpenAIHosted, EnvironmentSelfHosted], Field(discriminator="type")
+]
+
+
+class PromptCacheOptions(Wire):
+    ttl: Literal["30m", "12h"]
+
+
+class StreamOptions(Wire):
+    include_obfuscation: bool = False
+
+
+class SessionCreate(Wire):
+    environment: Environment
+    agent: Optional[InlineAgent] = None
+    agent_id: str = None  # type: ignore[assignment]  # may be omitted, never null
+    input: Optional[_string_or(InputMessage)] = None
+    metadata: Metadata = None
+    prompt_cache_options: Optional[PromptCacheOptions] = None
+    review: Literal["none", "auto_review"] = "none"
+    stream: bool = False
+    stream_options: Optional[StreamOptions] = None
+    vault_ids: Optional[list[str]] = None
+    x_agents_core: Optional[Extension] = None
+
+
+class SessionUpdateAgent(Wire):
+    model: Optional[str] = None
+    reasoning: Optional[JSONObject] = None
+    service_tier: Optional[ServiceTier] = None
+    tools: Optional[list[JSONObject]] = None
+
+
+class SessionUpdate(Wire):
+    agent: Optional[SessionUpdateAgent] = None
+    metadata: Metadata = None
+    prompt_cache_options: Optional[PromptCacheOptions] = None
+    review: Optional[Literal["none", "auto_review"]] = None
+
+
+# ---- session input events ----------------------------------------------------------------------
+
+
+class MessageEvent(Wire):
+    type: Literal["agent.session.input.message"]
+    input: list[InputMessage]
+
+
+class CancelEvent(Wire):
+    type: Literal["agent.session.input.cancel"]
+
+
+class ToolResultEvent(Wire):
+    type: Literal["agent.session.input.tool_result"]
+    turn_id: str
+    call_id: str
+    success: bool
+    error: Optional[str] = None
+    output: Optional[_string_or(InputContent)] = None
+
+
+class ApprovalResultEvent(Wire):
+    """Accepted in shape so it can be answered with a clear 'not supported yet'."""
+
+    model_config = ConfigDict(extra="allow", strict=True, frozen=True)
+    type: Literal["agent.session.input.mcp_approval_request_result", "agent.session.input.computer_use_approval_request_result"]
+
+
+InputEvent = Annotated[
+    Union[MessageEvent, CancelEvent, ToolResultEvent, ApprovalResultEvent], Field(discriminator="type")
+]
+
+
+class EventBatch(Wire):
+    events: list[InputEvent] = Field(min_length=1)
+
+
+NumberLike = Union[int, Decimal]
