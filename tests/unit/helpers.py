@@ -44,4 +44,4 @@ def session_body(tools=None, *, harness="codex", env=None, text=None, impersonat
 def resolve(body, saved=None, default_harness=None):
     body = jsonutil.loads(jsonutil.dumps(body)) if not isinstance(body, str) else jsonutil.loads(body)
     request = parser.parse_session_create(body)
-    return admission.resolve_session(request, saved, default_harness=default_harness, agent_id="agent_test")
+    return admission.resolve_session(request, saved, default_harness=default_harness, agent_id="agent_test", body=body)

@@ -9,9 +9,10 @@ unsupported_or_invalid_configuration before anything is written."
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from . import jsonutil, parser, wire
@@ -22,6 +23,7 @@ _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # RFC 9110 field-name to
 _FIELD_VALUE = re.compile(r"^[\t\x20-\x7e\x80-\xff]*$")  # visible chars, SP, HTAB, obs-text
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _CLAUDE_LABEL = re.compile(r"^[A-Za-z0-9_-]+$")
+_URL_BAD_CHARS = re.compile(r"[\x00-\x20\x7f]")
 
 
 def _reject(message: str, param: Optional[str] = "agent.tools") -> UnsupportedConfiguration:
@@ -57,13 +59,22 @@ def select_harness(request: wire.SessionCreate, saved: Optional[SavedAgent], def
 
 
 def resolve_session(
-    request: wire.SessionCreate, saved: Optional[SavedAgent], *, default_harness: Optional[str], agent_id: str
+    request: wire.SessionCreate,
+    saved: Optional[SavedAgent],
+    *,
+    default_harness: Optional[str],
+    agent_id: str,
+    body: Optional[dict[str, Any]] = None,
 ) -> parser.Snapshot:
-    """Resolve the saved Agent plus inline overrides, admit, and freeze the snapshot."""
+    """Resolve the saved Agent plus inline overrides, admit, and freeze the snapshot.
+
+    `body` is the request as sent; when given, inline configuration is taken from it verbatim.
+    """
     harness, impersonate = select_harness(request, saved, default_harness)
     _check_session_options(request)
     inline = request.agent
-    inline_config = parser.config_as_sent(inline) if inline is not None else {}
+    raw_agent = body.get("agent") if isinstance(body, dict) else None
+    inline_config = parser.config_as_sent(inline, raw=raw_agent) if inline is not None else {}
     config = parser.merge_config(saved.config if saved else {}, inline_config)
     if not config.get("model"):
         raise InvalidRequest("Missing required parameter: 'agent.model'.", param="agent.model")
@@ -119,9 +130,18 @@ def admit(
     """Raise UnsupportedConfiguration for the first combination the declaration does not allow."""
     placement = "none" if environment["type"] == "none" else "workspace"
     _check_execution_controls(decl, resolved)
-    functions = [(i, t) for i, t in enumerate(tools) if isinstance(t, wire.FunctionTool)]
-    has_search = any(isinstance(t, wire.ToolSearchTool) for t in tools)
-    deferred = any(t.defer_loading for _, t in functions)
+    functions: list[tuple[int, wire.FunctionTool]] = []
+    others: list[tuple[int, Any]] = []
+    has_search = deferred = False
+    for i, tool in enumerate(tools):
+        kind = type(tool)
+        if kind is wire.FunctionTool:
+            functions.append((i, tool))  # type: ignore[arg-type]
+            deferred = deferred or tool.defer_loading  # type: ignore[union-attr]
+        elif kind is wire.ToolSearchTool:
+            has_search = True
+        else:
+            others.append((i, tool))
     if functions and not decl.function_tools:
         raise _reject("The harness does not support function tools.")
     if (has_search or deferred) and not decl.tool_search:
@@ -135,7 +155,7 @@ def admit(
                     "The harness requires function parameters with an explicit top-level type \"object\".",
                     f"agent.tools[{i}].parameters",
                 )
-    for i, tool in enumerate(tools):
+    for i, tool in others:
         at = f"agent.tools[{i}]"
         if isinstance(tool, wire.WebSearchTool):
             _check_web_search(decl, tool, resolved["tools"][i], at)
@@ -145,7 +165,7 @@ def admit(
                 raise _reject(
                     f"Unsupported value for '{at}.enabled': the harness accepts {allowed} only.", f"{at}.enabled"
                 )
-        elif isinstance(tool, (wire.McpTool, wire.InlineMcpTool)):
+        else:
             _check_mcp(decl, tool, resolved["tools"][i], at, placement, environment, bool(functions))
     _check_output_schema(decl, resolved["text"]["format"])
 
@@ -315,7 +335,7 @@ def _check_http_transport(decl: HarnessDeclaration, transport: wire.HttpTranspor
         or parts.username is not None
         or parts.password is not None
         or "#" in url
-        or any(ch.isspace() or ord(ch) < 0x20 for ch in url)
+        or _URL_BAD_CHARS.search(url) is not None
     ):
         raise _reject(
             "MCP server_url must be an absolute HTTP or HTTPS URL without credentials or fragment.", f"{at}.server_url"

@@ -7,7 +7,8 @@ advertisement alone never enables an operation": dispatch needs both the Harness
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any, Optional
 
 from .errors import InvalidRequest
 from .parser import Snapshot

@@ -10,8 +10,9 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional
 
 from . import jsonutil, wire
 from .errors import AgentsError, Conflict, InvalidRequest, UnsupportedConfiguration
@@ -23,7 +24,7 @@ UNKNOWN_CALL = "Unknown pending tool call."
 OTHER_TURN = "The tool call belongs to a different Turn."
 
 
-class CallState(str, enum.Enum):
+class CallState(enum.StrEnum):
     PENDING = "pending"  # a required action, waiting for a result
     SUBMITTED = "submitted"  # a result admitted, not yet applied natively
     APPLIED = "applied"  # the receipt arrived: the native tool result appeared in the live Turn
@@ -47,7 +48,7 @@ class CallRecord:
         return self.result_digest is not None
 
 
-class Outcome(str, enum.Enum):
+class Outcome(enum.StrEnum):
     ACCEPT = "accept"  # a new result: write it
     IDENTICAL = "identical"  # an identical retry: accepted, nothing written
 

@@ -7,7 +7,8 @@ overrides into the snapshot and then admits it against the selected Harness (`ad
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
@@ -44,10 +45,6 @@ def check_metadata(metadata: Optional[dict[str, str]], param: str = "metadata") 
             )
 
 
-def _root_type(schema: dict[str, Any]) -> Any:
-    return schema.get("type")
-
-
 def _type_text(value: Any) -> str:
     return jsonutil.dumps(value) if not isinstance(value, str) else value
 
@@ -57,33 +54,38 @@ def check_tools(tools: Sequence[wire.AnyTool], prefix: str) -> None:
     names: set[str] = set()
     labels: set[str] = set()
     seen: set[str] = set()
+    function = wire.FunctionTool
     for i, tool in enumerate(tools):
-        at = f"{prefix}tools[{i}]"
-        if isinstance(tool, wire.FunctionTool):
-            if not tool.name.strip():
-                raise InvalidRequest(f"Invalid '{at}.name': function names must be nonblank.", param=f"{at}.name")
-            if tool.name in names:
-                raise InvalidRequest(f"duplicate function tool name: {tool.name}", param=None)
-            names.add(tool.name)
-            root = _root_type(tool.parameters)
-            if "type" in tool.parameters and root != "object":
+        if type(tool) is function:
+            name = tool.name  # type: ignore[union-attr]
+            if name in names:
+                raise InvalidRequest(f"duplicate function tool name: {name}", param=None)
+            if not name or name.isspace():
                 raise InvalidRequest(
-                    f"Invalid schema for function '{tool.name}': schema must be a JSON Schema of "
-                    f"'type: \"object\"', got 'type: \"{_type_text(root)}\"'.",
-                    param=f"{at}.parameters",
+                    f"Invalid '{prefix}tools[{i}].name': function names must be nonblank.", param=f"{prefix}tools[{i}].name"
                 )
-        elif isinstance(tool, (wire.WebSearchTool, wire.ToolSearchTool, wire.ProgrammaticToolCallingTool)):
-            if tool.type in seen:
-                raise InvalidRequest(f"duplicate {tool.type} tool", param=None)
-            seen.add(tool.type)
-        else:  # MCP
-            if not tool.server_label:
+            names.add(name)
+            parameters = tool.parameters  # type: ignore[union-attr]
+            if "type" in parameters and parameters["type"] != "object":
+                raise InvalidRequest(
+                    f"Invalid schema for function '{name}': schema must be a JSON Schema of "
+                    f"'type: \"object\"', got 'type: \"{_type_text(parameters['type'])}\"'.",
+                    param=f"{prefix}tools[{i}].parameters",
+                )
+        elif tool.type == "mcp":
+            label = tool.server_label  # type: ignore[union-attr]
+            if not label:
+                at = f"{prefix}tools[{i}]"
                 raise InvalidRequest(
                     f"Invalid '{at}.server_label': server_label must be nonempty.", param=f"{at}.server_label"
                 )
-            if tool.server_label in labels:
-                raise InvalidRequest(f"duplicate mcp server_label: {tool.server_label}", param=None)
-            labels.add(tool.server_label)
+            if label in labels:
+                raise InvalidRequest(f"duplicate mcp server_label: {label}", param=None)
+            labels.add(label)
+        else:
+            if tool.type in seen:
+                raise InvalidRequest(f"duplicate {tool.type} tool", param=None)
+            seen.add(tool.type)
 
 
 def check_text(text: Optional[wire.TextConfig], prefix: str) -> None:
@@ -146,8 +148,10 @@ CONFIG_FIELDS = (
 )
 
 
-def config_as_sent(request: BaseModel, fields: Sequence[str] = CONFIG_FIELDS) -> dict[str, Any]:
+def config_as_sent(request: BaseModel, fields: Sequence[str] = CONFIG_FIELDS, raw: Any = None) -> dict[str, Any]:
     """The configuration members the caller sent, exactly (presence, nulls and numbers kept)."""
+    if isinstance(raw, dict):  # the body as sent: taken verbatim
+        return {k: raw[k] for k in fields if k in raw}
     dumped = request.model_dump(by_alias=True, exclude_unset=True, include=set(fields))
     return {k: v for k, v in dumped.items() if k in fields}
 
@@ -181,7 +185,7 @@ def resolve_tool(tool: wire.AnyTool, placement: Optional[str] = None) -> dict[st
             "parameters": tool.parameters,
             "defer_loading": tool.defer_loading,
         }
-        if tool.given("async_"):
+        if "async_" in tool.__pydantic_fields_set__:
             out["async"] = tool.async_
         return out
     if isinstance(tool, wire.ToolSearchTool):
@@ -294,7 +298,7 @@ class Snapshot(BaseModel):
         return jsonutil.dumps(self.model_dump())
 
     @classmethod
-    def from_json(cls, text: str) -> "Snapshot":
+    def from_json(cls, text: str) -> Snapshot:
         return cls.model_validate(jsonutil.loads(text))
 
 

@@ -170,6 +170,7 @@ def parse(model: type[M], body: Any, *, prefix: str = "") -> M:
             param=prefix or None,
         )
     try:
-        return model.model_validate(body)
+        parsed = model.model_validate(body)
     except ValidationError as exc:
         raise translate(_first_error(exc), prefix) from None
+    return parsed
