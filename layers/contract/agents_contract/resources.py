@@ -155,3 +155,28 @@ def function_call_output_item(item_id: str, turn_id: str, call_id: str, result: 
 
 def function_call_action(call_id: str, name: str, arguments: Any, turn_id: str) -> dict[str, Any]:
     return {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments, "turn_id": turn_id}
+
+
+# ---- agent.session.* events ---------------------------------------------------------------------
+
+SESSION_EVENTS = ("agent.session.created", "agent.session.in_progress", "agent.session.requires_action",
+                  "agent.session.idle", "agent.session.failed")
+TURN_EVENTS = ("agent.session.turn.created", "agent.session.turn.in_progress", "agent.session.turn.completed",
+               "agent.session.turn.failed", "agent.session.turn.cancelled")
+
+
+def session_event(kind: str, event_id: str, session: dict[str, Any]) -> dict[str, Any]:
+    assert kind in SESSION_EVENTS, kind
+    return {"type": kind, "event_id": event_id, "session": session}
+
+
+def turn_event(kind: str, event_id: str, turn: dict[str, Any]) -> dict[str, Any]:
+    assert kind in TURN_EVENTS, kind
+    return {"type": kind, "event_id": event_id, "session_id": turn["session_id"], "turn_id": turn["id"], "turn": turn}
+
+
+def item_event(kind: str, event_id: str, session_id: str, item: dict[str, Any],
+               output_index: Optional[int] = None) -> dict[str, Any]:
+    assert kind in ("agent.session.turn.item.added", "agent.session.turn.item.done"), kind
+    return {"type": kind, "event_id": event_id, "session_id": session_id, "turn_id": item.get("turn_id"),
+            "item": item, "output_index": output_index}

@@ -1,0 +1,54 @@
+"""Agent create/update/delete and Session create/update/delete (HTTP API, Lambda proxy v2).
+
+Validation order: beta header, body shape (official messages), execution parser (protocol errors),
+saved reference resolution, Harness declaration check -> 400 before anything is written.
+"""
+
+from aws_lambda_powertools.logging import correlation_paths
+
+from agents_core import agents, sessions
+from agents_core.http import body, entrypoint, json_response, new_app, tenant
+from agents_core.observability import logger, metrics, tracer
+from agents_core.store import default_store
+
+app = new_app()
+
+
+# Literal routes before parameterised ones (`/v1/agents/sessions` is not an agent id).
+@app.post("/v1/agents/sessions")
+def create_session():
+    return json_response(200, sessions.create(default_store(), tenant(app), body(app)))
+
+
+@app.post("/v1/agents/sessions/<session_id>")
+def update_session(session_id: str):
+    logger.append_keys(session_id=session_id)
+    return json_response(200, sessions.update(default_store(), tenant(app), session_id, body(app)))
+
+
+@app.delete("/v1/agents/sessions/<session_id>")
+def delete_session(session_id: str):
+    logger.append_keys(session_id=session_id)
+    return json_response(200, sessions.delete(default_store(), tenant(app), session_id))
+
+
+@app.post("/v1/agents")
+def create_agent():
+    return json_response(200, agents.create(default_store(), tenant(app), body(app)))
+
+
+@app.post("/v1/agents/<agent_id>")
+def update_agent(agent_id: str):
+    return json_response(200, agents.update(default_store(), tenant(app), agent_id, body(app)))
+
+
+@app.delete("/v1/agents/<agent_id>")
+def delete_agent(agent_id: str):
+    return json_response(200, agents.delete(default_store(), tenant(app), agent_id))
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def handler(event, context):
+    return entrypoint(app, event, context)

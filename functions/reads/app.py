@@ -1,0 +1,61 @@
+"""Every GET: retrieve and list Agents, Sessions, Turns and Items (a Session read is one GetItem)."""
+
+from aws_lambda_powertools.logging import correlation_paths
+
+from agents_core import agents, sessions
+from agents_core.http import entrypoint, json_response, new_app, query, tenant
+from agents_core.observability import logger, metrics, tracer
+from agents_core.pagination import list_params
+from agents_core.store import default_store
+
+app = new_app()
+
+
+@app.get("/v1/agents/sessions")
+def list_sessions():
+    q = query(app)
+    return json_response(200, sessions.list_page(default_store(), tenant(app), list_params(q), q))
+
+
+@app.get("/v1/agents/sessions/<session_id>")
+def retrieve_session(session_id: str):
+    logger.append_keys(session_id=session_id)
+    return json_response(200, sessions.retrieve(default_store(), tenant(app), session_id))
+
+
+@app.get("/v1/agents/sessions/<session_id>/turns")
+def list_turns(session_id: str):
+    return json_response(200, sessions.list_turns(default_store(), tenant(app), session_id, list_params(query(app))))
+
+
+@app.get("/v1/agents/sessions/<session_id>/turns/<turn_id>")
+def retrieve_turn(session_id: str, turn_id: str):
+    return json_response(200, sessions.retrieve_turn(default_store(), tenant(app), session_id, turn_id))
+
+
+@app.get("/v1/agents/sessions/<session_id>/turns/<turn_id>/items")
+def list_turn_items(session_id: str, turn_id: str):
+    params = list_params(query(app))
+    return json_response(200, sessions.list_items(default_store(), tenant(app), session_id, params, turn_id))
+
+
+@app.get("/v1/agents/sessions/<session_id>/items")
+def list_items(session_id: str):
+    return json_response(200, sessions.list_items(default_store(), tenant(app), session_id, list_params(query(app))))
+
+
+@app.get("/v1/agents")
+def list_agents():
+    return json_response(200, agents.list_page(default_store(), tenant(app), list_params(query(app))))
+
+
+@app.get("/v1/agents/<agent_id>")
+def retrieve_agent(agent_id: str):
+    return json_response(200, agents.retrieve(default_store(), tenant(app), agent_id))
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics
+def handler(event, context):
+    return entrypoint(app, event, context)

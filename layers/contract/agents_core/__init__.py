@@ -1,0 +1,1 @@
+"""AWS glue shared by the handlers: settings, observability, the DynamoDB store, HTTP plumbing."""

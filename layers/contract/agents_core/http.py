@@ -1,0 +1,109 @@
+"""HTTP plumbing shared by the API handlers: the one place domain errors become responses.
+
+- The official envelope on every non-2xx; deterministic 4xx answers carry `x-should-retry: false`
+  (the official SDK otherwise retries 409s twice).
+- `OpenAI-Beta: agents=v1` is required; the caller's tenant comes from the Lambda authorizer.
+- Bodies are parsed with exact numbers (saved Agents keep every pinned value).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from typing import Any, Optional
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.metrics import MetricUnit
+
+from agents_contract import jsonutil
+from agents_contract.errors import AgentsError, InvalidBeta, InvalidRequest, PayloadTooLarge, ServerError, Unauthorized
+
+from .observability import logger, metrics
+from .settings import get_settings
+
+JSON = "application/json"
+BETA = "agents=v1"
+
+
+def json_response(status: int, body: Any, headers: Optional[dict[str, str]] = None) -> Response:
+    return Response(status_code=status, content_type=JSON, body=jsonutil.dumps(body), headers=headers or {})
+
+
+def error_response(error: AgentsError) -> Response:
+    headers = {"x-should-retry": "false"} if 400 <= error.status < 500 else {}
+    return json_response(error.status, error.envelope(), headers)
+
+
+def _proxy(response: Response) -> dict[str, Any]:
+    return {"statusCode": response.status_code, "headers": {"Content-Type": JSON, **response.headers},
+            "body": response.body, "isBase64Encoded": False}
+
+
+def new_app() -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver()
+
+    @app.exception_handler(AgentsError)
+    def _domain(error: AgentsError) -> Response:
+        if error.status >= 500:
+            logger.warning("dependency unavailable", extra={"code": error.code})
+        return error_response(error)
+
+    @app.exception_handler(Exception)
+    def _unexpected(error: Exception) -> Response:
+        logger.exception("unexpected failure")
+        return error_response(ServerError())
+
+    @app.not_found
+    def _not_found(_: Exception) -> Response:
+        return error_response(InvalidRequest("Invalid URL or method for this route.", param=None, code="invalid_url"))
+
+    return app
+
+
+def tenant(app: APIGatewayHttpResolver) -> str:
+    authorizer = app.current_event.raw_event.get("requestContext", {}).get("authorizer", {}) or {}
+    return (authorizer.get("lambda") or {}).get("tenant") or ""
+
+
+def body(app: APIGatewayHttpResolver) -> Any:
+    event = app.current_event.raw_event
+    raw = event.get("body") or ""
+    data = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
+    if len(data) > get_settings().max_body_bytes:
+        raise PayloadTooLarge(f"The request body is larger than {get_settings().max_body_bytes} bytes.")
+    if not data.strip():
+        raise InvalidRequest("The request body must be a JSON object.", param=None)
+    try:
+        return jsonutil.loads(data)
+    except ValueError:
+        raise InvalidRequest(
+            "We could not parse the JSON body of your request. The API expects a JSON payload.", param=None
+        ) from None
+
+
+def query(app: APIGatewayHttpResolver) -> dict[str, str]:
+    return dict(app.current_event.raw_event.get("queryStringParameters") or {})
+
+
+def _header(event: dict[str, Any], name: str) -> Optional[str]:
+    for key, value in (event.get("headers") or {}).items():
+        if key.lower() == name:
+            return value
+    return None
+
+
+def entrypoint(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Authentication, then the beta header, then the route."""
+    authorizer = (event.get("requestContext", {}).get("authorizer") or {}).get("lambda") or {}
+    if not authorizer.get("tenant"):
+        return _proxy(error_response(Unauthorized(
+            "Incorrect API key provided. Send 'Authorization: Bearer <your API key>'.")))
+    beta = _header(event, "openai-beta") or ""
+    if BETA not in [part.strip() for part in beta.split(",")]:
+        return _proxy(error_response(InvalidBeta()))
+    logger.append_keys(request_id=event.get("requestContext", {}).get("requestId"))
+    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+    return app.resolve(event, context)
+
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

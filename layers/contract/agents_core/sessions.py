@@ -1,0 +1,234 @@
+"""Session logic: create (resolve, admit, write in one transaction), read, update metadata, list,
+delete; Turns and Items reads.
+
+"Session creation resolves saved references and inline declarations with the execution parser into
+the immutable Session snapshot, then checks the combination against the selected Harness's
+declaration ... before anything is written."
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from agents_contract import admission, jsonutil, parser, resources
+from agents_contract.errors import InvalidRequest, NotFound
+from agents_contract.parser import Snapshot
+
+from .ids import new_id, now
+from .pagination import ListParams, page
+from .settings import get_settings
+from .store import DynamoStore, TransactionConflict, agent_key, item_sk, outbox_sk, session_key, session_pk
+
+IMMUTABLE = "The Session configuration is immutable; only metadata can be updated."
+
+
+# ---- stored item <-> resource -------------------------------------------------------------------
+
+def session_state(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": item["id"],
+        "created_at": int(item["created_at"]),
+        "last_active_at": int(item["last_active_at"]),
+        "metadata": jsonutil.loads(item.get("metadata") or "{}"),
+        "status": item["status"],
+        "required_actions": jsonutil.loads(item.get("required_actions") or "[]"),
+        "error": item.get("error"),
+        "review": item.get("review"),
+        "prompt_cache_options": jsonutil.loads(item["prompt_cache_options"]) if item.get("prompt_cache_options")
+        else None,
+    }
+
+
+def session_view(item: dict[str, Any]) -> dict[str, Any]:
+    return resources.session_resource(session_state(item), Snapshot.from_json(item["snapshot"]))
+
+
+def _turn_item(tenant: str, session_id: str, turn: dict[str, Any], messages: list[list[dict[str, Any]]]) -> dict:
+    return {"PK": session_pk(tenant, session_id), "SK": f"TURN#{turn['id']}", "kind": "turn", "id": turn["id"],
+            "doc": jsonutil.dumps(turn), "status": turn["status"], "input": jsonutil.dumps(messages)}
+
+
+def _item_item(tenant: str, session_id: str, position: int, item: dict[str, Any]) -> dict[str, Any]:
+    return {"PK": session_pk(tenant, session_id), "SK": item_sk(position), "kind": "item", "id": item["id"],
+            "turn_id": item["turn_id"], "doc": jsonutil.dumps(item)}
+
+
+def outbox_item(tenant: str, session_id: str, seq: int, events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ordered events of one commit, written in the same transaction (transactional outbox)."""
+    return {"PK": session_pk(tenant, session_id), "SK": outbox_sk(seq), "kind": "outbox", "tenant": tenant,
+            "session_id": session_id, "seq": seq, "events": jsonutil.dumps(events),
+            "ttl": now() + get_settings().outbox_ttl_seconds}
+
+
+def item_id(position: int) -> str:
+    """Item ids carry their position, so `after` needs no lookup."""
+    return f"item_{position:08d}{new_id('x')[-12:]}"
+
+
+def _position(item_identifier: str) -> Optional[int]:
+    digits = item_identifier.removeprefix("item_")[:8]
+    return int(digits) if digits.isdigit() else None
+
+
+# ---- create -------------------------------------------------------------------------------------
+
+def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
+    request = parser.parse_session_create(body)
+    if request.stream:
+        raise InvalidRequest(
+            "stream: true is not supported yet; create the Session, then read it, its Turns and Items.",
+            param="stream",
+        )
+    saved: Optional[admission.SavedAgent] = None
+    if request.given("agent_id"):
+        item = store.get(agent_key(tenant, request.agent_id))
+        if item is None:
+            raise NotFound()
+        record = jsonutil.loads(item["doc"])
+        saved = admission.SavedAgent(record["id"], record.get("name"), record["config"], record.get("harness"))
+        agent_id = record["id"]
+    else:
+        agent_id = new_id("agent")  # an inline-only Agent: resolved into the snapshot, not saved
+    snapshot = admission.resolve_session(
+        request, saved, default_harness=get_settings().default_harness, agent_id=agent_id, body=body
+    )
+    ts = now()
+    session_id = new_id("sess")
+    state = {"id": session_id, "created_at": ts, "last_active_at": ts, "metadata": body.get("metadata") or {},
+             "status": "idle", "required_actions": [], "error": None, "review": request.review,
+             "prompt_cache_options": body.get("prompt_cache_options")}
+    events = [resources.session_event("agent.session.created", new_id("evt"),
+                                      resources.session_resource(state, snapshot))]
+    tx = store.new_transaction()
+    extra: list[dict[str, Any]] = []
+    active_turn = None
+    item_seq = 0
+    if request.input is not None:
+        turn_id = new_id("turn")
+        turn = {"id": turn_id, "agent_id": agent_id, "session_id": session_id, "created_at": ts, "status": "queued"}
+        messages = resources.input_messages(request.input)
+        events.append(resources.turn_event("agent.session.turn.created", new_id("evt"),
+                                           resources.turn_resource(turn)))
+        extra.append(_turn_item(tenant, session_id, turn, messages))
+        for content in messages:
+            item_seq += 1
+            message = resources.user_message_item(item_id(item_seq), turn_id, content)
+            extra.append(_item_item(tenant, session_id, item_seq, message))
+            events.append(resources.item_event("agent.session.turn.item.added", new_id("evt"), session_id, message))
+        state["status"] = "in_progress"
+        events.append(resources.session_event("agent.session.in_progress", new_id("evt"),
+                                              resources.session_resource(state, snapshot)))
+        active_turn = turn_id
+    if saved is not None:
+        tx.check(agent_key(tenant, agent_id), "attribute_exists(PK)")
+    tx.put({
+        **session_key(tenant, session_id), "GSI1PK": f"T#{tenant}#SESSIONS", "GSI1SK": session_id,
+        "kind": "session", "id": session_id, "tenant": tenant, "agent_id": agent_id,
+        "created_at": ts, "last_active_at": ts, "status": state["status"], "metadata": jsonutil.dumps(state["metadata"]),
+        "required_actions": "[]", "snapshot": snapshot.to_json(), "review": request.review,
+        "prompt_cache_options": jsonutil.dumps(state["prompt_cache_options"]) if state["prompt_cache_options"]
+        else None,
+        "active_turn_id": active_turn, "item_seq": item_seq, "out_seq": 1, "version": 1,
+    }, "attribute_not_exists(PK)")
+    for entry in extra:
+        tx.put(entry)
+    tx.put(outbox_item(tenant, session_id, 1, events))
+    try:
+        store.transact(tx)
+    except TransactionConflict:
+        raise NotFound() from None  # the saved Agent was deleted meanwhile
+    return resources.session_resource(state, snapshot)
+
+
+# ---- read / update / delete / list ------------------------------------------------------------
+
+def load(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
+    item = store.get(session_key(tenant, session_id))
+    if item is None:
+        raise NotFound()
+    return item
+
+
+def retrieve(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
+    return session_view(load(store, tenant, session_id))
+
+
+def update(store: DynamoStore, tenant: str, session_id: str, body: Any) -> dict[str, Any]:
+    """Metadata only: omitted keeps, null or {} clears, an object replaces."""
+    request = parser.parse_session_update(body)
+    for member in ("agent", "prompt_cache_options", "review"):
+        if request.given(member):
+            raise InvalidRequest(IMMUTABLE, param=member)
+    if not request.given("metadata"):
+        return retrieve(store, tenant, session_id)
+    metadata = jsonutil.dumps(request.metadata or {})
+    tx = store.new_transaction().update(
+        session_key(tenant, session_id), "SET metadata = :m", "attribute_exists(PK)", values={":m": metadata},
+    )
+    try:
+        store.transact(tx)
+    except TransactionConflict:
+        raise NotFound() from None
+    return retrieve(store, tenant, session_id)
+
+
+def delete(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
+    load(store, tenant, session_id)
+    store.delete_partition(session_pk(tenant, session_id))
+    return {"id": session_id, "object": "agent.session.deleted", "deleted": True}
+
+
+def list_page(store: DynamoStore, tenant: str, params: ListParams, query: dict[str, str]) -> dict[str, Any]:
+    filters: list[str] = []
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    if query.get("agent_id"):
+        filters.append("agent_id = :agent")
+        values[":agent"] = query["agent_id"]
+    wanted = {k[len("metadata["):-1]: v for k, v in query.items() if k.startswith("metadata[") and k.endswith("]")}
+    parser.check_metadata(wanted or None)
+    result = store.query(pk=f"T#{tenant}#SESSIONS", index="GSI1", after=params.after, limit=params.limit,
+                         ascending=params.ascending, filter_expression=" AND ".join(filters) or None,
+                         names=names or None, values=values or None)
+    items = result.items
+    if wanted:
+        # Metadata is stored as one JSON document; match pairs after the key condition.
+        items = [i for i in items if all(jsonutil.loads(i.get("metadata") or "{}").get(k) == v
+                                         for k, v in wanted.items())]
+    return page([session_view(i) for i in items], result.has_more)
+
+
+# ---- Turns and Items ------------------------------------------------------------------------------
+
+def list_turns(store: DynamoStore, tenant: str, session_id: str, params: ListParams) -> dict[str, Any]:
+    load(store, tenant, session_id)
+    after = f"TURN#{params.after}" if params.after else None
+    result = store.query(pk=session_pk(tenant, session_id), sk_prefix="TURN#", after=after, limit=params.limit,
+                         ascending=params.ascending, consistent=True)
+    return page([resources.turn_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)
+
+
+def retrieve_turn(store: DynamoStore, tenant: str, session_id: str, turn_id: str) -> dict[str, Any]:
+    item = store.get({"PK": session_pk(tenant, session_id), "SK": f"TURN#{turn_id}"})
+    if item is None:
+        raise NotFound()
+    return resources.turn_resource(jsonutil.loads(item["doc"]))
+
+
+def list_items(store: DynamoStore, tenant: str, session_id: str, params: ListParams,
+               turn_id: Optional[str] = None) -> dict[str, Any]:
+    if turn_id is not None:
+        retrieve_turn(store, tenant, session_id, turn_id)
+    else:
+        load(store, tenant, session_id)
+    after = None
+    if params.after:
+        position = _position(params.after)
+        if position is None:
+            raise InvalidRequest("Invalid 'after': not an Item id of this Session.", param="after")
+        after = item_sk(position)
+    result = store.query(pk=session_pk(tenant, session_id), sk_prefix="ITEM#", after=after, limit=params.limit,
+                         ascending=params.ascending, consistent=True,
+                         filter_expression="turn_id = :t" if turn_id else None,
+                         values={":t": turn_id} if turn_id else None)
+    return page([jsonutil.loads(i["doc"]) for i in result.items], result.has_more)

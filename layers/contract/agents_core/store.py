@@ -1,0 +1,340 @@
+"""The DynamoDB store: the only module that touches boto3.
+
+One table (keys PK/SK, GSI1 GSI1PK/GSI1SK). Every tenant-owned key starts with the tenant id, so a
+foreign id is simply absent (404). Every state change is one TransactWriteItems with condition
+expressions, and the same transaction writes its outbox record (commit first, publish after).
+AWS errors become domain errors here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Optional, Protocol
+
+import boto3
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from agents_contract import jsonutil
+from agents_contract.errors import AgentsError, Conflict, InvalidRequest, NotFound, ServerError, Unavailable
+
+from .observability import logger
+from .settings import get_settings
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+ITEM_LIMIT_BYTES = 400 * 1024
+_THROTTLES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+              "TransactionInProgressException", "InternalServerError"}
+
+
+def hash_api_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+# ---- keys ---------------------------------------------------------------------------------------
+
+def agent_key(tenant: str, agent_id: str) -> dict[str, str]:
+    return {"PK": f"T#{tenant}#AGENT#{agent_id}", "SK": "A"}
+
+
+def session_pk(tenant: str, session_id: str) -> str:
+    return f"T#{tenant}#SESSION#{session_id}"
+
+
+def session_key(tenant: str, session_id: str) -> dict[str, str]:
+    return {"PK": session_pk(tenant, session_id), "SK": "S"}
+
+
+def item_sk(position: int) -> str:
+    return f"ITEM#{position:012d}"
+
+
+def outbox_sk(seq: int) -> str:
+    return f"OUT#{seq:012d}"
+
+
+# ---- (de)serialization ---------------------------------------------------------------------------
+
+def marshal(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _ser.serialize(v) for k, v in item.items() if v is not None}
+
+
+def unmarshal(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _de.deserialize(v) for k, v in item.items()}
+
+
+def _size(item: dict[str, Any]) -> int:
+    total = 0
+    for k, v in item.items():
+        total += len(k.encode())
+        total += len(v.encode()) if isinstance(v, str) else 16
+    return total
+
+
+@dataclass
+class Page:
+    items: list[dict[str, Any]]
+    has_more: bool
+
+
+@dataclass
+class Transaction:
+    """Builder for one TransactWriteItems call."""
+
+    table: str
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    def put(self, item: dict[str, Any], condition: Optional[str] = None, names: Optional[dict] = None,
+            values: Optional[dict] = None, return_old: bool = False) -> Transaction:
+        if _size(item) > ITEM_LIMIT_BYTES - 1024:
+            raise InvalidRequest(
+                "The resolved configuration is too large to store (DynamoDB items hold at most 400 KB).", param=None
+            )
+        entry: dict[str, Any] = {"TableName": self.table, "Item": marshal(item)}
+        self._condition(entry, condition, names, values, return_old)
+        self.entries.append({"Put": entry})
+        return self
+
+    def update(self, key: dict[str, str], expression: str, condition: Optional[str] = None,
+               names: Optional[dict] = None, values: Optional[dict] = None, return_old: bool = False) -> Transaction:
+        entry: dict[str, Any] = {"TableName": self.table, "Key": marshal(key), "UpdateExpression": expression}
+        self._condition(entry, condition, names, values, return_old)
+        self.entries.append({"Update": entry})
+        return self
+
+    def check(self, key: dict[str, str], condition: str, names: Optional[dict] = None,
+              values: Optional[dict] = None) -> Transaction:
+        entry: dict[str, Any] = {"TableName": self.table, "Key": marshal(key)}
+        self._condition(entry, condition, names, values, False)
+        self.entries.append({"ConditionCheck": entry})
+        return self
+
+    def delete(self, key: dict[str, str], condition: Optional[str] = None) -> Transaction:
+        entry: dict[str, Any] = {"TableName": self.table, "Key": marshal(key)}
+        self._condition(entry, condition, None, None, False)
+        self.entries.append({"Delete": entry})
+        return self
+
+    @staticmethod
+    def _condition(entry: dict[str, Any], condition: Optional[str], names: Optional[dict],
+                   values: Optional[dict], return_old: bool) -> None:
+        if condition:
+            entry["ConditionExpression"] = condition
+        if names:
+            entry["ExpressionAttributeNames"] = names
+        if values:
+            entry["ExpressionAttributeValues"] = marshal(values)
+        if return_old:
+            entry["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+
+
+class TransactionConflict(Exception):
+    """A condition failed; `reasons[i]` is the old item (or None) of entry i that failed."""
+
+    def __init__(self, reasons: list[Optional[dict[str, Any]]], codes: list[str]):
+        super().__init__("transaction condition failed")
+        self.reasons = reasons
+        self.codes = codes
+
+
+class Store(Protocol):
+    def get(self, key: dict[str, str], consistent: bool = True) -> Optional[dict[str, Any]]: ...
+    def transact(self, tx: Transaction) -> None: ...
+    def new_transaction(self) -> Transaction: ...
+
+
+class DynamoStore:
+    """Concrete store over one DynamoDB table (client injected for tests)."""
+
+    def __init__(self, table_name: str, client: Any):
+        self.table = table_name
+        self.client = client
+
+    # -- primitives --------------------------------------------------------------------------
+    def new_transaction(self) -> Transaction:
+        return Transaction(self.table)
+
+    def get(self, key: dict[str, str], consistent: bool = True) -> Optional[dict[str, Any]]:
+        try:
+            out = self.client.get_item(TableName=self.table, Key=marshal(key), ConsistentRead=consistent)
+        except ClientError as exc:
+            raise _domain(exc) from exc
+        item = out.get("Item")
+        return unmarshal(item) if item else None
+
+    def put(self, item: dict[str, Any], condition: Optional[str] = None) -> None:
+        kwargs: dict[str, Any] = {"TableName": self.table, "Item": marshal(item)}
+        if condition:
+            kwargs["ConditionExpression"] = condition
+        try:
+            self.client.put_item(**kwargs)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise Conflict("The resource already exists.") from exc
+            raise _domain(exc) from exc
+
+    def transact(self, tx: Transaction) -> None:
+        if not tx.entries:
+            return
+        try:
+            self.client.transact_write_items(TransactItems=tx.entries)
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            if error.get("Code") == "TransactionCanceledException":
+                reasons = exc.response.get("CancellationReasons") or []
+                codes = [r.get("Code", "None") for r in reasons]
+                if "ConditionalCheckFailed" in codes:
+                    raise TransactionConflict(
+                        [unmarshal(r["Item"]) if r.get("Item") else None for r in reasons], codes
+                    ) from exc
+                if any(c in ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
+                       for c in codes):
+                    raise Unavailable() from exc
+            raise _domain(exc) from exc
+
+    def query(self, *, pk: str, sk_prefix: Optional[str] = None, index: Optional[str] = None,
+              after: Optional[str] = None, limit: int = 100, ascending: bool = True,
+              filter_expression: Optional[str] = None, names: Optional[dict] = None,
+              values: Optional[dict] = None, consistent: bool = False) -> Page:
+        """One page of a partition (or of GSI1), `after` exclusive, at most `limit` items."""
+        pk_name, sk_name = ("GSI1PK", "GSI1SK") if index else ("PK", "SK")
+        names = {"#pk": pk_name, "#sk": sk_name, **(names or {})}
+        values = {":pk": pk, **(values or {})}
+        condition = "#pk = :pk"
+        if after is not None:
+            condition += " AND #sk > :after" if ascending else " AND #sk < :after"
+            values[":after"] = after
+            if sk_prefix:  # keep within the prefix on the open side
+                if ascending:
+                    condition = "#pk = :pk AND #sk BETWEEN :after AND :end"
+                    values[":end"] = sk_prefix + "\uffff"
+                else:
+                    condition = "#pk = :pk AND #sk BETWEEN :start AND :after"
+                    values[":start"] = sk_prefix
+        elif sk_prefix:
+            condition += " AND begins_with(#sk, :prefix)"
+            values[":prefix"] = sk_prefix
+        kwargs: dict[str, Any] = {
+            "TableName": self.table, "KeyConditionExpression": condition, "ScanIndexForward": ascending,
+            "ExpressionAttributeNames": names, "ExpressionAttributeValues": marshal(values),
+        }
+        if index:
+            kwargs["IndexName"] = index
+        elif consistent:
+            kwargs["ConsistentRead"] = True
+        if filter_expression:
+            kwargs["FilterExpression"] = filter_expression
+        if "#sk" not in condition:
+            del names["#sk"]
+        found: list[dict[str, Any]] = []
+        try:
+            while True:
+                kwargs["Limit"] = limit + 1 - len(found) if not filter_expression else max(limit + 1, 25)
+                out = self.client.query(**kwargs)
+                for raw in out.get("Items", []):
+                    item = unmarshal(raw)
+                    if after is not None and item.get(sk_name) == after:
+                        continue  # BETWEEN is inclusive
+                    found.append(item)
+                if len(found) > limit or "LastEvaluatedKey" not in out:
+                    break
+                kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+        except ClientError as exc:
+            raise _domain(exc) from exc
+        return Page(found[:limit], len(found) > limit)
+
+    def delete_partition(self, pk: str) -> int:
+        """Delete every item of a partition (a Session and its Turns, Items, calls, outbox)."""
+        keys: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": "PK = :pk",
+                                  "ExpressionAttributeValues": {":pk": {"S": pk}}, "ProjectionExpression": "PK, SK"}
+        try:
+            while True:
+                out = self.client.query(**kwargs)
+                keys += out.get("Items", [])
+                if "LastEvaluatedKey" not in out:
+                    break
+                kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+            for start in range(0, len(keys), 25):
+                requests = [{"DeleteRequest": {"Key": k}} for k in keys[start:start + 25]]
+                pending: dict[str, Any] = {self.table: requests}
+                for _ in range(8):
+                    out = self.client.batch_write_item(RequestItems=pending)
+                    pending = out.get("UnprocessedItems") or {}
+                    if not pending:
+                        break
+                else:
+                    raise Unavailable()
+        except ClientError as exc:
+            raise _domain(exc) from exc
+        return len(keys)
+
+    def delete(self, key: dict[str, str], condition: Optional[str] = None) -> bool:
+        kwargs: dict[str, Any] = {"TableName": self.table, "Key": marshal(key)}
+        if condition:
+            kwargs["ConditionExpression"] = condition
+        try:
+            self.client.delete_item(**kwargs)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise _domain(exc) from exc
+        return True
+
+    # -- API keys ----------------------------------------------------------------------------
+    def tenant_for_api_key(self, key: str) -> Optional[str]:
+        item = self.get({"PK": f"KEY#{hash_api_key(key)}", "SK": "K"}, consistent=False)
+        if not item or item.get("revoked"):
+            return None
+        return item["tenant"]
+
+    def put_api_key(self, key: str, tenant: str, created_at: int) -> None:
+        """Only the SHA-256 of the key is stored, with a short prefix to recognise it by."""
+        self.put({"PK": f"KEY#{hash_api_key(key)}", "SK": "K", "tenant": tenant, "created_at": created_at,
+                  "prefix": key[:8]}, condition="attribute_not_exists(PK)")
+
+
+def _domain(exc: ClientError) -> AgentsError:
+    code = exc.response.get("Error", {}).get("Code", "")
+    if code in _THROTTLES:
+        return Unavailable()
+    if code == "ResourceNotFoundException":
+        return NotFound()
+    logger.error("DynamoDB error", extra={"aws_error_code": code, "aws_error": str(exc)[:300]})
+    return ServerError()
+
+
+def decode_json(value: Optional[str], default: Any = None) -> Any:
+    return jsonutil.loads(value) if value else default
+
+
+def batch(iterable: Iterable[Any], size: int) -> Iterable[list[Any]]:
+    chunk: list[Any] = []
+    for x in iterable:
+        chunk.append(x)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def dynamodb_client(endpoint_url: Optional[str] = None, region: Optional[str] = None) -> Any:
+    settings = get_settings()
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint_url or settings.dynamodb_endpoint_url,
+        region_name=region or settings.aws_region,
+        config=Config(retries={"mode": "standard", "max_attempts": 5}),
+    )
+
+
+@lru_cache(maxsize=1)
+def default_store() -> DynamoStore:
+    """The cached factory: one client per execution environment."""
+    return DynamoStore(get_settings().table_name, dynamodb_client())
