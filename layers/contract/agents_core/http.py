@@ -94,6 +94,7 @@ def _header(event: dict[str, Any], name: str) -> Optional[str]:
 
 def entrypoint(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Authentication, then the beta header, then the route."""
+    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
     authorizer = (event.get("requestContext", {}).get("authorizer") or {}).get("lambda") or {}
     if not authorizer.get("tenant"):
         return _proxy(error_response(Unauthorized(
@@ -102,7 +103,6 @@ def entrypoint(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any)
     if BETA not in [part.strip() for part in beta.split(",")]:
         return _proxy(error_response(InvalidBeta()))
     logger.append_keys(request_id=event.get("requestContext", {}).get("requestId"))
-    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
     return app.resolve(event, context)
 
 

@@ -1,0 +1,66 @@
+# agents-core: the two set-up commands are `make dev` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SAM_VENV := .venv-sam
+SAM := $(SAM_VENV)/bin/sam
+STAMP := $(VENV)/.installed
+
+.PHONY: dev test lint unit integration e2e bench build deploy validate clean sam-cli
+
+$(STAMP): requirements-dev.txt layers/contract/requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(STAMP)
+
+node_modules/.installed: package.json
+	npm install --no-audit --no-fund --silent
+	touch node_modules/.installed
+
+## test: lint (ruff, cfn-lint, sam validate when installed, asl-validator) then every test
+test: lint
+	$(PY) -m pytest --cov=agents_contract --cov-report=term --cov-fail-under=95
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/cfn-lint template.yaml
+	@if [ -x $(SAM) ]; then $(SAM) validate --lint; \
+	elif command -v sam >/dev/null 2>&1; then sam validate --lint; \
+	else echo "sam not installed: skipping 'sam validate --lint' (make sam-cli installs it)"; fi
+	@if ls statemachines/*.asl.json >/dev/null 2>&1; then $(MAKE) --no-print-directory asl; fi
+
+asl: node_modules/.installed
+	for f in statemachines/*.asl.json; do npx --no-install asl-validator --json-path $$f || exit 1; done
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit
+
+integration: $(STAMP)
+	$(PY) -m pytest tests/integration
+
+## dev: the whole system on this machine (no AWS, no Docker)
+dev: $(STAMP)
+	$(PY) -m local
+
+## bench: every benchmark in bench/, JSON under bench/results/
+bench: $(STAMP)
+	$(PY) -m bench
+
+## SAM CLI pins older boto3/pydantic, so it lives in its own virtual environment.
+sam-cli: $(SAM)
+$(SAM):
+	$(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/pip install --quiet aws-sam-cli
+
+validate: $(SAM)
+	$(SAM) validate --lint
+
+build: $(SAM)
+	$(SAM) build
+
+deploy: build
+	$(SAM) deploy
+
+clean:
+	rm -rf .aws-sam .pytest_cache .ruff_cache .coverage bench/results
