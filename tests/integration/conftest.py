@@ -15,7 +15,7 @@ os.environ.update({
     "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "TABLE_NAME": "agents-core-test",
     "DEFAULT_HARNESS": "scripted", "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_SERVICE_NAME": "agents-core",
     "POWERTOOLS_METRICS_NAMESPACE": "AgentsCore", "POWERTOOLS_LOG_LEVEL": "WARNING",
-    "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+    "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "POWERTOOLS_METRICS_DISABLED": "true",
 })
 
 from openai import OpenAI  # noqa: E402

@@ -1,0 +1,85 @@
+"""Shared benchmark plumbing: moto, the template's table, the real handlers, request counting."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "layers" / "contract"), str(ROOT)]
+os.environ.update({
+    "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1", "TABLE_NAME": "agents-core-bench", "DEFAULT_HARNESS": "scripted",
+    "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_NAMESPACE": "AgentsCore",
+    "POWERTOOLS_LOG_LEVEL": "ERROR", "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "POWERTOOLS_METRICS_DISABLED": "true",
+})
+RESULTS = ROOT / "bench" / "results"
+
+
+class RequestCounter:
+    """Counts DynamoDB API calls through botocore's event hooks."""
+
+    def __init__(self, client: Any):
+        self.calls: Counter[str] = Counter()
+        self.seconds = 0.0  # time spent inside DynamoDB calls (moto's emulation locally)
+        self._started = 0.0
+        client.meta.events.register("before-call.dynamodb", self._count)
+        client.meta.events.register("after-call.dynamodb", self._done)
+        client.meta.events.register("after-call-error.dynamodb", self._done)
+
+    def _count(self, model: Any, **_: Any) -> None:
+        self.calls[model.name] += 1
+        self._started = time.perf_counter()
+
+    def _done(self, **_: Any) -> None:
+        self.seconds += time.perf_counter() - self._started
+
+    def timed_excluding(self, fn: Callable[[], Any], rounds: int) -> tuple[list[float], list[float]]:
+        """(total, total minus DynamoDB time) per call."""
+        total, own = [], []
+        for _ in range(rounds):
+            self.seconds = 0.0
+            t0 = time.perf_counter()
+            fn()
+            elapsed = time.perf_counter() - t0
+            total.append(elapsed)
+            own.append(elapsed - self.seconds)
+        return total, own
+
+    @contextmanager
+    def measure(self) -> Iterator[Counter[str]]:
+        self.calls.clear()
+        snapshot: Counter[str] = Counter()
+        yield snapshot
+        snapshot.update(self.calls)
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return {"p50_ms": round(statistics.median(ordered) * 1000, 3), "p95_ms": round(p95 * 1000, 3),
+            "n": len(ordered)}
+
+
+def timed(fn: Callable[[], Any], rounds: int) -> list[float]:
+    samples = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def emit(name: str, result: dict[str, Any]) -> dict[str, Any]:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result))
+    return result
