@@ -4,6 +4,7 @@ never carry a second hand-written copy."""
 from __future__ import annotations
 
 import pathlib
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -114,3 +115,99 @@ def create_table(client: Any, table_name: str) -> None:
     if attribute:
         client.update_time_to_live(TableName=table_name,
                                    TimeToLiveSpecification={"Enabled": True, "AttributeName": attribute})
+
+
+# ---- Step Functions, Lambda ARNs, WebSocket routes, stream event sources -------------------------
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+
+
+def function_arn(logical_id: str) -> str:
+    return f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{logical_id}"
+
+
+def _resolve(value: Any) -> str:
+    """Resolve the few intrinsic forms DefinitionSubstitutions use here to local values."""
+    if isinstance(value, str):
+        return value
+    if "Fn::GetAtt" in value:
+        logical_id, attribute = value["Fn::GetAtt"]
+        if attribute == "Arn":
+            return function_arn(logical_id)
+    if "Ref" in value:
+        return value["Ref"]
+    raise ValueError(f"unsupported substitution {value!r}")
+
+
+@dataclass(frozen=True)
+class StateMachine:
+    logical_id: str
+    definition: str
+    type: str
+
+
+def state_machines() -> list[StateMachine]:
+    out = []
+    for logical_id, res in resources("AWS::Serverless::StateMachine").items():
+        props = res["Properties"]
+        text = (ROOT / props["DefinitionUri"]).read_text()
+        for name, value in (props.get("DefinitionSubstitutions") or {}).items():
+            text = text.replace("${" + name + "}", _resolve(value))
+        out.append(StateMachine(logical_id, text, props.get("Type", "STANDARD")))
+    return out
+
+
+def websocket_routes() -> dict[str, str]:
+    """Route key -> function logical id, read from the Routes and Integrations."""
+    integrations = {}
+    for logical_id, res in resources("AWS::ApiGatewayV2::Integration").items():
+        uri = res["Properties"]["IntegrationUri"]
+        text = uri.get("Fn::Sub") if isinstance(uri, dict) else uri
+        found = re.search(r"\$\{(\w+)\.Arn\}", text)
+        if found:
+            integrations[logical_id] = found.group(1)
+    routes = {}
+    for res in resources("AWS::ApiGatewayV2::Route").values():
+        props = res["Properties"]
+        target = props["Target"]
+        text = target.get("Fn::Sub") if isinstance(target, dict) else target
+        integration = re.search(r"integrations/\$\{(\w+)\}", text).group(1)  # type: ignore[union-attr]
+        routes[props["RouteKey"]] = integrations[integration]
+    return routes
+
+
+def websocket_route_selection() -> str:
+    api = next(iter(resources("AWS::ApiGatewayV2::Api").values()))
+    return api["Properties"]["RouteSelectionExpression"]
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    function: str
+    batch_size: int
+    max_retries: int
+    patterns: tuple[dict[str, Any], ...]
+    report_failures: bool
+
+
+def stream_sources() -> list[StreamSource]:
+    import json as _json
+
+    out = []
+    for logical_id, res in resources("AWS::Serverless::Function").items():
+        for event in (res["Properties"].get("Events") or {}).values():
+            if event["Type"] != "DynamoDB":
+                continue
+            props = event["Properties"]
+            filters = (props.get("FilterCriteria") or {}).get("Filters") or []
+            out.append(StreamSource(logical_id, int(props.get("BatchSize", 100)),
+                                    int(props.get("MaximumRetryAttempts", -1)),
+                                    tuple(_json.loads(f["Pattern"]) for f in filters),
+                                    "ReportBatchItemFailures" in (props.get("FunctionResponseTypes") or [])))
+    return out
+
+
+def function_environment(logical_id: str) -> dict[str, Any]:
+    res = resources("AWS::Serverless::Function")[logical_id]
+    return dict(((res["Properties"].get("Environment") or {}).get("Variables")) or {})

@@ -14,6 +14,7 @@ from agents_contract import admission, jsonutil, parser, resources
 from agents_contract.errors import InvalidRequest, NotFound
 from agents_contract.parser import Snapshot
 
+from . import engine
 from .ids import new_id, now
 from .pagination import ListParams, page
 from .settings import get_settings
@@ -43,26 +44,12 @@ def session_view(item: dict[str, Any]) -> dict[str, Any]:
     return resources.session_resource(session_state(item), Snapshot.from_json(item["snapshot"]))
 
 
-def _turn_item(tenant: str, session_id: str, turn: dict[str, Any], messages: list[list[dict[str, Any]]]) -> dict:
-    return {"PK": session_pk(tenant, session_id), "SK": f"TURN#{turn['id']}", "kind": "turn", "id": turn["id"],
-            "doc": jsonutil.dumps(turn), "status": turn["status"], "input": jsonutil.dumps(messages)}
-
-
-def _item_item(tenant: str, session_id: str, position: int, item: dict[str, Any]) -> dict[str, Any]:
-    return {"PK": session_pk(tenant, session_id), "SK": item_sk(position), "kind": "item", "id": item["id"],
-            "turn_id": item["turn_id"], "doc": jsonutil.dumps(item)}
-
-
-def outbox_item(tenant: str, session_id: str, seq: int, events: list[dict[str, Any]]) -> dict[str, Any]:
+def outbox_item(tenant: str, session_id: str, seq: int, events: list[dict[str, Any]],
+                commands: list[dict[str, Any]]) -> dict[str, Any]:
     """The ordered events of one commit, written in the same transaction (transactional outbox)."""
     return {"PK": session_pk(tenant, session_id), "SK": outbox_sk(seq), "kind": "outbox", "tenant": tenant,
             "session_id": session_id, "seq": seq, "events": jsonutil.dumps(events),
-            "ttl": now() + get_settings().outbox_ttl_seconds}
-
-
-def item_id(position: int) -> str:
-    """Item ids carry their position, so `after` needs no lookup."""
-    return f"item_{position:08d}{new_id('x')[-12:]}"
+            "commands": jsonutil.dumps(commands), "ttl": now() + get_settings().outbox_ttl_seconds}
 
 
 def _position(item_identifier: str) -> Optional[int]:
@@ -94,50 +81,33 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     )
     ts = now()
     session_id = new_id("sess")
-    state = {"id": session_id, "created_at": ts, "last_active_at": ts, "metadata": body.get("metadata") or {},
-             "status": "idle", "required_actions": [], "error": None, "review": request.review,
-             "prompt_cache_options": body.get("prompt_cache_options")}
-    events = [resources.session_event("agent.session.created", new_id("evt"),
-                                      resources.session_resource(state, snapshot))]
-    tx = store.new_transaction()
-    extra: list[dict[str, Any]] = []
-    active_turn = None
-    item_seq = 0
-    if request.input is not None:
-        turn_id = new_id("turn")
-        turn = {"id": turn_id, "agent_id": agent_id, "session_id": session_id, "created_at": ts, "status": "queued"}
-        messages = resources.input_messages(request.input)
-        events.append(resources.turn_event("agent.session.turn.created", new_id("evt"),
-                                           resources.turn_resource(turn)))
-        extra.append(_turn_item(tenant, session_id, turn, messages))
-        for content in messages:
-            item_seq += 1
-            message = resources.user_message_item(item_id(item_seq), turn_id, content)
-            extra.append(_item_item(tenant, session_id, item_seq, message))
-            events.append(resources.item_event("agent.session.turn.item.added", new_id("evt"), session_id, message))
-        state["status"] = "in_progress"
-        events.append(resources.session_event("agent.session.in_progress", new_id("evt"),
-                                              resources.session_resource(state, snapshot)))
-        active_turn = turn_id
-    if saved is not None:
-        tx.check(agent_key(tenant, agent_id), "attribute_exists(PK)")
-    tx.put({
+    item: dict[str, Any] = {
         **session_key(tenant, session_id), "GSI1PK": f"T#{tenant}#SESSIONS", "GSI1SK": session_id,
         "kind": "session", "id": session_id, "tenant": tenant, "agent_id": agent_id,
-        "created_at": ts, "last_active_at": ts, "status": state["status"], "metadata": jsonutil.dumps(state["metadata"]),
-        "required_actions": "[]", "snapshot": snapshot.to_json(), "review": request.review,
-        "prompt_cache_options": jsonutil.dumps(state["prompt_cache_options"]) if state["prompt_cache_options"]
+        "created_at": ts, "last_active_at": ts, "status": "idle",
+        "metadata": jsonutil.dumps(body.get("metadata") or {}), "required_actions": "[]", "active_turn": "null",
+        "snapshot": snapshot.to_json(), "review": request.review,
+        "prompt_cache_options": jsonutil.dumps(body["prompt_cache_options"]) if body.get("prompt_cache_options")
         else None,
-        "active_turn_id": active_turn, "item_seq": item_seq, "out_seq": 1, "version": 1,
-    }, "attribute_not_exists(PK)")
-    for entry in extra:
-        tx.put(entry)
-    tx.put(outbox_item(tenant, session_id, 1, events))
+        "item_seq": 0, "out_seq": 0,
+    }
+    draft = engine.Draft(store, tenant, item)
+    draft.emit_session("agent.session.created")
+    if request.input is not None:
+        engine.start_turn(draft, resources.input_messages(request.input))
+    item.update(status=draft.status, active_turn=jsonutil.dumps(draft.active_turn), item_seq=draft.item_seq,
+                out_seq=1)
+    tx = store.new_transaction()
+    if saved is not None:
+        tx.check(agent_key(tenant, agent_id), "attribute_exists(PK)")
+    tx.put(item, "attribute_not_exists(PK)")
+    tx.entries += draft.tx.entries
+    tx.put(outbox_item(tenant, session_id, 1, draft.events, draft.commands))
     try:
         store.transact(tx)
     except TransactionConflict:
         raise NotFound() from None  # the saved Agent was deleted meanwhile
-    return resources.session_resource(state, snapshot)
+    return session_view(item)
 
 
 # ---- read / update / delete / list ------------------------------------------------------------

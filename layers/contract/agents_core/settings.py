@@ -19,8 +19,16 @@ class Settings(BaseSettings):
     aws_region: str = "us-east-1"
     max_body_bytes: int = 1_048_576
     outbox_ttl_seconds: int = 86_400
+    idempotency_ttl_seconds: int = 86_400
+    state_machine_arn: Optional[str] = None
+    stepfunctions_endpoint_url: Optional[str] = None
+    # The WebSocket API's management endpoint (https://{api}.execute-api.{region}.amazonaws.com/{stage}).
+    websocket_endpoint: Optional[str] = None
+    heartbeat_seconds: int = 30
+    turn_timeout_seconds: int = 3600
 
-    @field_validator("default_harness", "dynamodb_endpoint_url", mode="before")
+    @field_validator("default_harness", "dynamodb_endpoint_url", "state_machine_arn", "stepfunctions_endpoint_url",
+                     "websocket_endpoint", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if value == "" else value

@@ -167,6 +167,23 @@ class DynamoStore:
         item = out.get("Item")
         return unmarshal(item) if item else None
 
+    def batch_get(self, keys: list[dict[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """Consistent BatchGetItem (one request for up to 100 keys; unprocessed keys retried)."""
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        pending = {self.table: {"Keys": [marshal(k) for k in keys], "ConsistentRead": True}}
+        try:
+            for _ in range(8):
+                out = self.client.batch_get_item(RequestItems=pending)
+                for raw in out.get("Responses", {}).get(self.table, []):
+                    item = unmarshal(raw)
+                    found[(item["PK"], item["SK"])] = item
+                pending = out.get("UnprocessedKeys") or {}
+                if not pending:
+                    return found
+        except ClientError as exc:
+            raise _domain(exc) from exc
+        raise Unavailable()
+
     def put(self, item: dict[str, Any], condition: Optional[str] = None) -> None:
         kwargs: dict[str, Any] = {"TableName": self.table, "Item": marshal(item)}
         if condition:

@@ -1,0 +1,27 @@
+"""DynamoDB Streams consumer of the outbox (OUT# records): dispatch new Turns, start executions,
+deliver admitted results and cancellations to the owning Runtime. Partial batch failures are
+reported so only the failed records are retried."""
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+
+from agents_core import outbox
+from agents_core.aws import default_messenger, default_workflow
+from agents_core.observability import logger, tracer
+from agents_core.store import default_store
+
+processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
+
+
+def record_handler(record: DynamoDBRecord) -> None:
+    image = record.dynamodb.new_image if record.dynamodb else None
+    if not image or not str(image.get("SK", "")).startswith("OUT#"):
+        return  # not an outbox record (the event source mapping filters these out in AWS)
+    outbox.process(image, default_store(), default_messenger(), default_workflow())
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler(capture_response=False)
+def handler(event, context):
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                    context=context)

@@ -1,0 +1,102 @@
+"""Side-effect clients other than DynamoDB: Step Functions and the API Gateway management API.
+
+Created from configuration (never guessed), injectable for tests. AWS errors become domain
+outcomes here: a closed connection is `ConnectionGone`, a closed task token is ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, Optional
+
+import boto3
+from botocore.exceptions import ClientError
+
+from .observability import logger
+from .settings import get_settings
+
+
+class ConnectionGone(Exception):
+    """The WebSocket connection is closed (GoneException)."""
+
+
+class Messenger:
+    """Posts JSON messages to WebSocket connections through the management API."""
+
+    def __init__(self, client: Any):
+        self.client = client
+
+    def post(self, connection_id: str, message: Any) -> None:
+        data = message if isinstance(message, (bytes, str)) else json.dumps(message, separators=(",", ":"))
+        try:
+            self.client.post_to_connection(ConnectionId=connection_id, Data=data)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if code == "GoneException" or status == 410:
+                raise ConnectionGone(connection_id) from exc
+            raise
+
+    def disconnect(self, connection_id: str) -> None:
+        try:
+            self.client.delete_connection(ConnectionId=connection_id)
+        except ClientError:
+            pass
+
+
+class Workflow:
+    """The Turn workflow (Step Functions Standard; one execution per claimed Turn, name = Turn id)."""
+
+    def __init__(self, client: Any, state_machine_arn: str):
+        self.client = client
+        self.arn = state_machine_arn
+
+    def start(self, tenant: str, session_id: str, turn_id: str) -> None:
+        settings = get_settings()
+        payload = {"tenant": tenant, "session_id": session_id, "turn_id": turn_id,
+                   "heartbeat_seconds": settings.heartbeat_seconds, "timeout_seconds": settings.turn_timeout_seconds}
+        try:
+            self.client.start_execution(stateMachineArn=self.arn, name=turn_id, input=json.dumps(payload))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
+                raise
+            # Starting is idempotent: the execution for this Turn exists already.
+
+    def _token_call(self, method: str, **kwargs: Any) -> bool:
+        try:
+            getattr(self.client, method)(**kwargs)
+            return True
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            if code in ("TaskTimedOut", "InvalidToken", "TaskDoesNotExist"):
+                logger.info("task token already closed", extra={"code": code})
+                return False
+            raise
+
+    def heartbeat(self, token: str) -> bool:
+        return self._token_call("send_task_heartbeat", taskToken=token)
+
+    def succeed(self, token: str, outcome: dict[str, Any]) -> bool:
+        return self._token_call("send_task_success", taskToken=token, output=json.dumps(outcome))
+
+    def fail(self, token: str, error: str, cause: str) -> bool:
+        return self._token_call("send_task_failure", taskToken=token, error=error, cause=cause)
+
+
+@lru_cache(maxsize=1)
+def default_messenger() -> Messenger:
+    settings = get_settings()
+    return Messenger(boto3.client("apigatewaymanagementapi", endpoint_url=settings.websocket_endpoint,
+                                  region_name=settings.aws_region))
+
+
+@lru_cache(maxsize=1)
+def default_workflow() -> Workflow:
+    settings = get_settings()
+    return Workflow(boto3.client("stepfunctions", endpoint_url=settings.stepfunctions_endpoint_url,
+                                 region_name=settings.aws_region), settings.state_machine_arn or "")
+
+
+def optional(value: Optional[str]) -> Optional[str]:
+    return value or None

@@ -1,0 +1,161 @@
+"""Session input (`POST /v1/agents/sessions/{id}/events`): messages, cancel and tool_result batches.
+
+Check order: request shape -> Session lookup -> Idempotency-Key lookup -> each event in order.
+A batch is all or nothing; a rejected batch writes nothing and changes no pending action.
+Results are admitted by conditional writes on the CALL items in one TransactWriteItems; a lost race
+is re-read and re-classified. An identical retry writes nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any, Optional
+
+from agents_contract import decisions, jsonutil, resources, validation, wire
+from agents_contract.errors import IdempotencyConflict, InvalidRequest, NotFound, Unavailable, UnsupportedConfiguration
+from agents_contract.harnessconfig import declaration
+
+from . import engine
+from .ids import now
+from .settings import get_settings
+from .store import DynamoStore, TransactionConflict, session_key
+
+MAX_EVENTS = 64
+
+
+def _idem_key(tenant: str, key: str) -> dict[str, str]:
+    return {"PK": f"T#{tenant}#IDEM#{key}", "SK": "I"}
+
+
+def call_record(item: dict[str, Any]) -> decisions.CallRecord:
+    return decisions.CallRecord(item["call_id"], item["turn_id"], decisions.CallState(item["state"]),
+                                child_turn_id=item.get("child_turn_id"), result_digest=item.get("digest"))
+
+
+def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempotency_key: Optional[str]) -> None:
+    batch = validation.parse(wire.EventBatch, body)
+    if len(batch.events) > MAX_EVENTS:
+        raise InvalidRequest(f"A batch holds at most {MAX_EVENTS} events.", param="events")
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= 255:
+        raise InvalidRequest("The Idempotency-Key header must be 1 to 255 characters.", param="Idempotency-Key")
+    batch_digest = jsonutil.digest(body["events"])
+    call_ids = list(dict.fromkeys(e.call_id for e in batch.events if isinstance(e, wire.ToolResultEvent)))
+    for attempt in range(30):
+        keys = [session_key(tenant, session_id)]
+        keys += [engine.call_key(tenant, session_id, c) for c in call_ids]
+        if idempotency_key:
+            keys.append(_idem_key(tenant, idempotency_key))
+        found = store.batch_get(keys)
+        session_item = found.get((keys[0]["PK"], keys[0]["SK"]))
+        if session_item is None:
+            raise NotFound()
+        if idempotency_key:
+            idem = found.get((keys[-1]["PK"], keys[-1]["SK"]))
+            if idem is not None:
+                if idem["digest"] != batch_digest or idem["session_id"] != session_id:
+                    raise IdempotencyConflict()
+                return  # the same batch under the same key: already admitted
+        calls = {item["call_id"]: item for item in found.values() if item.get("kind") == "call"}
+        draft = engine.Draft(store, tenant, session_item)
+        _apply(draft, batch.events, calls)
+        if not draft.dirty and not draft.tx.entries:
+            return  # identical retries only: accepted, nothing written
+        if idempotency_key:
+            draft.tx.put({**_idem_key(tenant, idempotency_key), "kind": "idempotency", "digest": batch_digest,
+                          "session_id": session_id, "ttl": now() + get_settings().idempotency_ttl_seconds},
+                         "attribute_not_exists(PK)")
+        try:
+            draft.commit()
+            return
+        except TransactionConflict:
+            time.sleep(min(0.2, 0.005 * (2 ** min(attempt, 5))) * random.random())  # noqa: S311 - jitter
+    raise Unavailable()
+
+
+def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, Any]]) -> None:
+    records = {cid: call_record(item) for cid, item in calls.items()}
+    decl = declaration(draft.snapshot.harness, draft.snapshot.impersonate)
+    for index, event in enumerate(events):
+        if isinstance(event, wire.ToolResultEvent):
+            decisions.check_result_content(decl, event, index)
+            try:
+                decision = decisions.classify(event, records.get(event.call_id))
+            except Exception as exc:  # re-label the param with the event index
+                if getattr(exc, "param", None) in ("call_id", "turn_id"):
+                    exc.param = f"events[{index}].{exc.param}"  # type: ignore[attr-defined]
+                raise
+            if decision.outcome is decisions.Outcome.ACCEPT:
+                _admit_result(draft, event, calls[event.call_id], decision.digest)
+                records[event.call_id] = decisions.CallRecord(
+                    event.call_id, decision.call.turn_id, decisions.CallState.SUBMITTED,
+                    decision.call.child_turn_id, decision.digest)
+        elif isinstance(event, wire.MessageEvent):
+            messages = [[part.model_dump() for part in m.content] for m in event.input]
+            _message(draft, messages)
+        elif isinstance(event, wire.CancelEvent):
+            _cancel(draft)
+        else:
+            raise UnsupportedConfiguration(f"{event.type} is not supported yet.", param=f"events[{index}].type")
+
+
+def _admit_result(draft: engine.Draft, event: wire.ToolResultEvent, call: dict[str, Any], digest: str) -> None:
+    """Conditional on the call still pending with no stored result (ALL_OLD re-classifies on a race)."""
+    sent = decisions.result_as_sent(event)
+    draft.tx.update(
+        engine.call_key(draft.tenant, draft.session_id, event.call_id),
+        "SET #s = :submitted, digest = :d, #r = :r, submitted_at = :now",
+        "#s = :pending AND attribute_not_exists(digest)",
+        names={"#s": "state", "#r": "result"},
+        values={":submitted": "submitted", ":pending": "pending", ":d": digest, ":r": jsonutil.dumps(sent),
+                ":now": now()},
+        return_old=True,
+    )
+    turn = draft.turn(call["turn_id"])
+    if turn is not None:
+        engine.deliver(draft, turn, {"type": "turn.tool_result", "call_id": event.call_id, "result": sent})
+    draft.dirty = True
+
+
+def _message(draft: engine.Draft, messages: list[list[dict[str, Any]]]) -> None:
+    """Starts a Turn when the Session is idle; steers the active Turn otherwise."""
+    active = draft.active_turn
+    if active is None:
+        engine.start_turn(draft, messages)
+        return
+    turn = draft.turn(active["id"])
+    assert turn is not None
+    for content in messages:
+        message = engine.add_user_message(draft, turn, content)
+        engine.deliver(draft, turn, {"type": "turn.input", "item": message})
+
+
+def _cancel(draft: engine.Draft) -> None:
+    active = draft.active_turn
+    if active is None:
+        return  # nothing to cancel: cancelling is idempotent
+    turn = draft.turn(active["id"])
+    assert turn is not None
+    calls = engine.turn_calls(draft.store, draft.tenant, draft.session_id, turn.id)
+    if not turn.claimed_by:
+        engine.settle(draft, turn, "cancelled", calls)  # never started: nothing to tell a Runtime
+        return
+    if turn.cancel_requested:
+        return
+    turn.set(cancel_requested=True)
+    for call in calls:
+        if call["state"] == "pending":
+            draft.tx.update(engine.call_key(draft.tenant, draft.session_id, call["call_id"]),
+                            "SET #s = :c", "#s = :p", names={"#s": "state"}, values={":c": "cancelled", ":p": "pending"})
+    engine.drop_actions(draft, turn.id)
+    draft.active_turn = {**active, "cancel_requested": True}
+    if draft.status == "requires_action":
+        draft.status = "in_progress"
+        draft.emit_session("agent.session.in_progress")
+    engine.deliver(draft, turn, {"type": "turn.cancel"})
+    draft.dirty = True
+
+
+def result_item(call: dict[str, Any], position: int) -> dict[str, Any]:
+    sent = jsonutil.loads(call["result"]) if call.get("result") else {}
+    return resources.function_call_output_item(engine.item_public_id(position), call["turn_id"], call["call_id"], sent)

@@ -1,0 +1,118 @@
+"""The whole system in one process on moto's in-process mock: the test vehicle for integration
+tests (the `make dev` stack uses the same parts over real sockets)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any, Optional
+
+import boto3
+
+from . import apigw, lambdas, streams, template, websocket
+
+
+def reset_caches() -> None:
+    from agents_core import aws as aws_module
+    from agents_core import settings as settings_module
+    from agents_core import store as store_module
+
+    settings_module.get_settings.cache_clear()
+    store_module.default_store.cache_clear()
+    aws_module.default_messenger.cache_clear()
+    aws_module.default_workflow.cache_clear()
+
+
+class InProcessStack:
+    """Requires an active `mock_aws(config=lambdas.MOTO_CONFIG)`."""
+
+    def __init__(self, table: str, handlers: Optional[dict[str, apigw.Handler]] = None):
+        self.table = table
+        self.dynamodb = boto3.client("dynamodb", region_name=template.REGION)
+        template.create_table(self.dynamodb, table)
+        sfn = boto3.client("stepfunctions", region_name=template.REGION)
+        self.state_machines = {}
+        for machine in template.state_machines():
+            arn = sfn.create_state_machine(name=machine.logical_id, definition=machine.definition,
+                                           roleArn=f"arn:aws:iam::{template.ACCOUNT}:role/local",
+                                           type=machine.type)["stateMachineArn"]
+            self.state_machines[machine.logical_id] = arn
+        os.environ["STATE_MACHINE_ARN"] = self.state_machines["TurnStateMachine"]
+        os.environ["TABLE_NAME"] = table
+        reset_caches()
+        self.handlers = handlers or apigw.load_handlers()
+        lambdas.install(self.handlers)
+        self.http = apigw.Gateway(self.handlers)
+        self.ws = websocket.WebSocketGateway(self.handlers)
+        websocket.install_moto_management_api(self.ws)
+        streams_client = boto3.client("dynamodbstreams", region_name=template.REGION)
+        source = template.stream_sources()[0]
+        self.poller = streams.StreamPoller(streams_client, streams.stream_arn(self.dynamodb, table),
+                                           self.handlers[source.function], source,
+                                           context_factory=lambda: apigw.LambdaContext(source.function))
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def store(self) -> Any:
+        from agents_core.store import default_store
+
+        return default_store()
+
+    def start(self) -> InProcessStack:
+        self._thread = self.poller.start(interval=0.01)
+        return self
+
+    def stop(self) -> None:
+        self.poller.stop()
+        if self._thread:
+            self._thread.join(timeout=5)
+
+    def connect_runtime(self, token: str, harnesses: list[str], heartbeat_seconds: float = 0.5) -> LocalRuntime:
+        return LocalRuntime(self, token, harnesses, heartbeat_seconds)
+
+
+class LocalRuntime:
+    """The reference scripted Runtime wired to the in-process WebSocket gateway."""
+
+    def __init__(self, stack: InProcessStack, token: str, harnesses: list[str], heartbeat_seconds: float):
+        from runtime.capabilities import declarations
+        from runtime.scripted import ScriptedRuntime
+
+        self.stack = stack
+        self.inbox: list[dict[str, Any]] = []
+        self.runtime = ScriptedRuntime(self.send, heartbeat_seconds)
+        self.connection_id = stack.ws.connect(self._receive, {"Authorization": f"Bearer {token}"})
+        if self.connection_id is None:
+            raise PermissionError("runtime connection rejected")
+        self.send({"action": "runtime.hello", "harnesses": declarations(harnesses)})
+
+    def _receive(self, text: str) -> None:
+        message = json.loads(text)
+        self.inbox.append(message)
+        # Deliver on another thread, as a socket would: the poster must not run the Turn.
+        threading.Thread(target=self.runtime.on_message, args=(message,), daemon=True).start()
+
+    def send(self, message: dict[str, Any]) -> None:
+        if self.connection_id is not None:
+            self.stack.ws.message(self.connection_id, json.dumps(message))
+
+    def kill(self) -> None:
+        """The process dies: the socket closes and nothing more is sent."""
+        connection_id, self.connection_id = self.connection_id, None
+        for runner in self.runtime.turns.values():
+            runner.done.set()
+            runner.send_raw = lambda message: None
+        if connection_id:
+            self.stack.ws.disconnect(connection_id, code=1006)
+
+
+def wait_for(predicate: Any, timeout: float = 15.0, interval: float = 0.02) -> Any:
+    end = time.time() + timeout
+    while time.time() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"condition not met within {timeout}s")

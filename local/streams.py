@@ -1,0 +1,119 @@
+"""DynamoDB Streams poller: reads the table's stream from moto and invokes the stream handler with
+events shaped like the Lambda event source mapping's, honouring FilterCriteria, partial batch
+failures (the batch is retried from the first failed record) and MaximumRetryAttempts."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from . import template
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+def matches(pattern: Any, value: Any) -> bool:
+    """The subset of EventBridge-style filter patterns the template uses (lists, prefix, nesting)."""
+    if isinstance(pattern, dict):
+        if not isinstance(value, dict):
+            return False
+        return all(matches(p, value.get(k)) for k, p in pattern.items())
+    if isinstance(pattern, list):
+        for option in pattern:
+            if isinstance(option, dict) and "prefix" in option:
+                if isinstance(value, str) and value.startswith(option["prefix"]):
+                    return True
+            elif option == value:
+                return True
+        return False
+    return pattern == value
+
+
+@dataclass
+class StreamPoller:
+    client: Any  # dynamodbstreams client
+    stream_arn: str
+    handler: Handler
+    source: template.StreamSource
+    context_factory: Callable[[], Any] = lambda: None
+    failures: list[dict[str, Any]] = field(default_factory=list)  # records that exhausted retries
+    _iterators: dict[str, str] = field(default_factory=dict)
+    _pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    _attempts: dict[str, int] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    delivered: int = 0
+
+    def _shards(self) -> list[str]:
+        desc = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
+        return [s["ShardId"] for s in desc["Shards"]]
+
+    def _fetch(self, shard: str) -> list[dict[str, Any]]:
+        if shard not in self._iterators:
+            self._iterators[shard] = self.client.get_shard_iterator(
+                StreamArn=self.stream_arn, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        out = self.client.get_records(ShardIterator=self._iterators[shard], Limit=1000)
+        self._iterators[shard] = out.get("NextShardIterator") or self._iterators[shard]
+        return out.get("Records", [])
+
+    def _event_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        dynamodb = dict(record["dynamodb"])
+        created = dynamodb.get("ApproximateCreationDateTime")
+        if hasattr(created, "timestamp"):
+            dynamodb["ApproximateCreationDateTime"] = created.timestamp()
+        return {"eventID": record.get("eventID"), "eventName": record["eventName"],
+                "eventVersion": record.get("eventVersion", "1.1"), "eventSource": "aws:dynamodb",
+                "awsRegion": record.get("awsRegion", template.REGION), "dynamodb": dynamodb,
+                "eventSourceARN": self.stream_arn}
+
+    def pump(self) -> int:
+        """Deliver everything available now; returns how many records were delivered."""
+        delivered = 0
+        for shard in self._shards():
+            queue = self._pending.setdefault(shard, [])
+            queue += [r for r in (self._event_record(x) for x in self._fetch(shard))
+                      if not self.source.patterns or any(matches(p, r) for p in self.source.patterns)]
+            while queue:
+                batch = queue[: self.source.batch_size]
+                response = self.handler({"Records": batch}, self.context_factory())
+                failed = [f["itemIdentifier"] for f in ((response or {}).get("batchItemFailures") or [])]
+                if not failed:
+                    del queue[: len(batch)]
+                    delivered += len(batch)
+                    continue
+                sequence = [r["dynamodb"]["SequenceNumber"] for r in batch]
+                first = min(sequence.index(f) for f in failed if f in sequence) if any(
+                    f in sequence for f in failed) else 0
+                delivered += first
+                del queue[:first]  # checkpoint before the first failure; retry from it
+                head = queue[0]["dynamodb"]["SequenceNumber"]
+                self._attempts[head] = self._attempts.get(head, 0) + 1
+                limit = self.source.max_retries
+                if limit >= 0 and self._attempts[head] > limit:
+                    self.failures.append(queue.pop(0))  # the on-failure destination
+                    continue
+                break  # retried on the next pump
+        self.delivered += delivered
+        return delivered
+
+    def run(self, interval: float = 0.02) -> None:
+        while not self._stop.is_set():
+            try:
+                if not self.pump():
+                    time.sleep(interval)
+            except Exception:  # noqa: BLE001 - keep polling; the handler's failure is retried
+                time.sleep(interval * 10)
+
+    def start(self, interval: float = 0.02) -> threading.Thread:
+        thread = threading.Thread(target=self.run, args=(interval,), name="stream-poller", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def stream_arn(dynamodb: Any, table: str) -> Optional[str]:
+    return dynamodb.describe_table(TableName=table)["Table"].get("LatestStreamArn")

@@ -1,0 +1,78 @@
+"""The Runtime's WebSocket transport: connect with a Runtime token, hello, reconnect with backoff."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import threading
+import time
+from typing import Any
+
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from .capabilities import declarations
+from .scripted import ScriptedRuntime
+
+log = logging.getLogger("runtime")
+
+
+class RuntimeClient:
+    def __init__(self, url: str, token: str, harnesses: list[str], heartbeat_seconds: float = 5.0):
+        self.url = url
+        self.token = token
+        self.harnesses = harnesses
+        self.heartbeat_seconds = heartbeat_seconds
+        self._socket: Any = None
+        self._send_lock = threading.Lock()
+        self._stop = threading.Event()
+        self.runtime = ScriptedRuntime(self.send, heartbeat_seconds)
+        self.connected = threading.Event()
+
+    def send(self, message: dict[str, Any]) -> None:
+        with self._send_lock:
+            if self._socket is None:
+                raise ConnectionError("not connected")
+            self._socket.send(json.dumps(message))
+
+    def run_forever(self) -> None:
+        backoff = 0.2
+        while not self._stop.is_set():
+            try:
+                with connect(self.url, additional_headers={"Authorization": f"Bearer {self.token}"},
+                             open_timeout=10, max_size=2**22) as socket:
+                    self._socket = socket
+                    backoff = 0.2
+                    self.send({"action": "runtime.hello", "harnesses": declarations(self.harnesses)})
+                    self.connected.set()
+                    for raw in socket:
+                        self.runtime.on_message(json.loads(raw))
+            except (OSError, ConnectionClosed, TimeoutError) as exc:
+                log.warning("runtime connection lost (%s); reconnecting in %.1fs", type(exc).__name__, backoff)
+            finally:
+                self._socket = None
+                self.connected.clear()
+            if self._stop.wait(backoff):
+                break
+            backoff = min(10.0, backoff * 2) * (0.5 + random.random())  # noqa: S311 - jitter
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run_forever, name="runtime", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
+        socket = self._socket
+        if socket is not None:
+            socket.close()
+
+    @staticmethod
+    def wait_until(predicate: Any, timeout: float = 10.0) -> bool:
+        end = time.time() + timeout
+        while time.time() < end:
+            if predicate():
+                return True
+            time.sleep(0.02)
+        return False
