@@ -20,7 +20,9 @@ from moto import mock_aws
 def main() -> dict:
     from agents_core import store as store_module
     from agents_core.apikeys import create_key
-    from local import apigw, template
+    from local import apigw, motofix, template
+
+    motofix.install()
 
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")

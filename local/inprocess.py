@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import boto3
 
-from . import apigw, lambdas, streams, template, websocket
+from . import apigw, lambdas, motofix, streams, template, websocket
 
 
 def reset_caches() -> None:
@@ -29,7 +29,9 @@ class InProcessStack:
     """Requires an active `mock_aws(config=lambdas.MOTO_CONFIG)`."""
 
     def __init__(self, table: str, handlers: Optional[dict[str, apigw.Handler]] = None):
+        motofix.install()
         self.table = table
+        self.runtimes: list[LocalRuntime] = []
         self.dynamodb = boto3.client("dynamodb", region_name=template.REGION)
         template.create_table(self.dynamodb, table)
         sfn = boto3.client("stepfunctions", region_name=template.REGION)
@@ -65,12 +67,16 @@ class InProcessStack:
         return self
 
     def stop(self) -> None:
+        for runtime in self.runtimes:
+            runtime.kill()
         self.poller.stop()
         if self._thread:
             self._thread.join(timeout=5)
 
     def connect_runtime(self, token: str, harnesses: list[str], heartbeat_seconds: float = 0.5) -> LocalRuntime:
-        return LocalRuntime(self, token, harnesses, heartbeat_seconds)
+        runtime = LocalRuntime(self, token, harnesses, heartbeat_seconds)
+        self.runtimes.append(runtime)
+        return runtime
 
 
 class LocalRuntime:

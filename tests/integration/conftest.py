@@ -23,13 +23,14 @@ from openai import OpenAI  # noqa: E402
 from agents_core import settings as settings_module  # noqa: E402
 from agents_core import store as store_module  # noqa: E402
 from agents_core.apikeys import create_key  # noqa: E402
-from local import apigw, template  # noqa: E402
+from local import apigw, motofix, template  # noqa: E402
 
 TABLE = os.environ["TABLE_NAME"]
 
 
 @pytest.fixture
 def aws():
+    motofix.install()
     with mock_aws():
         settings_module.get_settings.cache_clear()
         store_module.default_store.cache_clear()

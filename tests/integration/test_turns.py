@@ -61,3 +61,216 @@ def test_call_round_trip(client, runtime):
     assert [i.type for i in items] == ["message", "function_call", "function_call_output", "message"]
     assert items[2].output == "sunny" and items[2].error is None
     assert items[3].content[0].text == "It is sunny in Paris." and items[3].phase == "final_answer"
+
+
+def result(action, **extra):
+    return {"type": "agent.session.input.tool_result", "turn_id": action.turn_id, "call_id": action.call_id,
+            "success": True, **extra}
+
+
+def pending(client, session_id):
+    return wait_for(lambda: client.beta.agents.sessions.retrieve(session_id).required_actions)[0]
+
+
+def turn_status(client, session_id, turn_id):
+    return client.beta.agents.sessions.turns.retrieve(turn_id, session_id=session_id).status
+
+
+def conflict(call, message, status=409):
+    import openai
+    with pytest.raises(openai.APIStatusError) as err:
+        call()
+    assert err.value.status_code == status
+    assert err.value.body["message"] == message
+    assert err.value.response.headers["x-should-retry"] == "false"
+    return err.value
+
+
+def test_identical_retry_before_and_after_the_turn_ends_and_different_result(client, runtime, stack):
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    submit = client.beta.agents.sessions.events.create
+    submit(session.id, events=[result(action, output="42")])
+    submit(session.id, events=[result(action, output="42")])  # identical retry: 202
+    conflict(lambda: submit(session.id, events=[result(action, output="43")]),
+             "The tool call already has a different result.")
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
+    submit(session.id, events=[result(action, output="42")])  # identical retry after the Turn ended: 202
+    conflict(lambda: submit(session.id, events=[result(action, output="42", error=None)]),
+             "The tool call already has a different result.")  # field presence is identity
+
+
+def test_unknown_call_and_other_turn_leave_the_action_unchanged(client, runtime):
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    submit = client.beta.agents.sessions.events.create
+    err = conflict(lambda: submit(session.id, events=[{**result(action), "call_id": "call_nope"}]),
+                   "Unknown pending tool call.", 400)
+    assert err.body["param"] == "events[0].call_id" and err.body["type"] == "invalid_request_error"
+    conflict(lambda: submit(session.id, events=[{**result(action), "turn_id": "turn_other"}]),
+             "The tool call belongs to a different Turn.", 400)
+    assert client.beta.agents.sessions.retrieve(session.id).required_actions == [action]
+    submit(session.id, events=[result(action, output="ok")])
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
+
+
+def test_mixed_batch_is_rejected_whole(client, runtime, stack):
+    session = session_with(client, "call get_weather {}\ncall get_weather {}\nsay done")
+    first = pending(client, session.id)
+    before = client.beta.agents.sessions.retrieve(session.id)
+    submit = client.beta.agents.sessions.events.create
+    conflict(lambda: submit(session.id, events=[result(first, output="a"), {**result(first), "call_id": "nope"}]),
+             "Unknown pending tool call.", 400)
+    after = client.beta.agents.sessions.retrieve(session.id)
+    assert after.required_actions == before.required_actions
+    submit(session.id, events=[result(first, output="a")])  # the good half alone is accepted: nothing was kept
+    second = wait_for(lambda: [a for a in client.beta.agents.sessions.retrieve(session.id).required_actions
+                               if a.call_id != first.call_id])[0]
+    submit(session.id, events=[result(second, output="b")])
+    wait_for(lambda: turn_status(client, session.id, first.turn_id) == "completed")
+
+
+def test_idempotency_key_names_the_whole_batch(client, runtime):
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    submit = client.beta.agents.sessions.events.create
+    submit(session.id, events=[result(action, output="x")], idempotency_key="key-1")
+    submit(session.id, events=[result(action, output="x")], idempotency_key="key-1")
+    err = conflict(lambda: submit(session.id, events=[result(action, output="y")], idempotency_key="key-1"),
+                   "This idempotency key was used with different input.")
+    assert err.body["code"] == "idempotency_conflict" and err.body["type"] == "conflict_error"
+
+
+def test_result_after_cancel_is_409(client, runtime):
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    client.beta.agents.sessions.events.create(session.id, events=[{"type": "agent.session.input.cancel"}])
+    assert client.beta.agents.sessions.retrieve(session.id).required_actions == []
+    conflict(lambda: client.beta.agents.sessions.events.create(session.id, events=[result(action, output="x")]),
+             "The Turn cannot accept this input in its current state.")
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "cancelled")
+    assert status(client, session.id) == "idle"
+
+
+def test_result_after_abandon_is_409(client, runtime):
+    session = session_with(client, "abandon get_weather {}\nsay carried on")
+    turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
+    wait_for(lambda: turn_status(client, session.id, turn_id) == "completed")
+    call = [i for i in client.beta.agents.sessions.items.list(session.id).data if i.type == "function_call"][0]
+    conflict(lambda: client.beta.agents.sessions.events.create(session.id, events=[{
+        "type": "agent.session.input.tool_result", "turn_id": turn_id, "call_id": call.call_id, "success": True}]),
+        "The Turn cannot accept this input in its current state.")
+
+
+@pytest.mark.parametrize("answer_under", ["root", "child"])
+def test_subagent_call_answered_under_root_or_child_turn(client, runtime, answer_under):
+    session = session_with(client, "subagent call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    item = [i for i in client.beta.agents.sessions.items.list(session.id).data if i.type == "function_call"][0]
+    assert item.call_id == action.call_id and item.turn_id != action.turn_id  # the child Turn id
+    turn_id = action.turn_id if answer_under == "root" else item.turn_id
+    client.beta.agents.sessions.events.create(session.id, events=[{**result(action), "turn_id": turn_id}])
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
+
+
+SCHEMA = {"type": "json_schema", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}
+
+
+def test_structured_output_answer_is_published_unchanged(client, runtime):
+    session = session_with(client, 'answer {"ok":  true}', agent={"text": {"format": SCHEMA}})
+    turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
+    wait_for(lambda: turn_status(client, session.id, turn_id) == "completed")
+    final = client.beta.agents.sessions.items.list(session.id).data[0]
+    assert final.phase == "final_answer" and final.content[0].text == '{"ok":  true}'
+
+
+def test_missing_structured_answer_fails_the_turn(client, runtime):
+    session = session_with(client, "sleep 0.1", agent={"text": {"format": SCHEMA}})
+    turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
+    wait_for(lambda: turn_status(client, session.id, turn_id) == "failed")
+    turn = client.beta.agents.sessions.turns.retrieve(turn_id, session_id=session.id)
+    assert turn.error.code == "internal_error" and turn.error.message == "The execution could not complete."
+    assert status(client, session.id) == "failed"
+
+
+def test_steering_message_joins_the_running_turn(client, runtime):
+    session = session_with(client, "wait 10\nsay never")
+    turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
+    wait_for(lambda: turn_status(client, session.id, turn_id) == "in_progress")
+    client.beta.agents.sessions.events.create(session.id, events=[{
+        "type": "agent.session.input.message", "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "say steered"}]}]}])
+    wait_for(lambda: turn_status(client, session.id, turn_id) == "completed")
+    turns = client.beta.agents.sessions.turns.list(session.id).data
+    assert len(turns) == 1
+    texts = [i.content[0].text for i in client.beta.agents.sessions.items.list(session.id, order="asc").data]
+    assert texts[1] == "say steered" and "steered" in texts
+
+
+def test_queued_turn_starts_when_a_runtime_connects(client, stack):
+    session = session_with(client, "say hello", harness="claude_code")
+    turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
+    import time
+    time.sleep(0.5)
+    assert turn_status(client, session.id, turn_id) == "queued"
+    stack.connect_runtime(create_runtime_token(stack.store, "late"), ["claude_code"])
+    wait_for(lambda: turn_status(client, session.id, turn_id) == "completed")
+
+
+def test_a_runtime_without_the_capability_is_not_eligible(client, stack):
+    """minimax_code's capability set lacks structured_output: an advertisement decides dispatch."""
+    session = session_with(client, "say hi", harness="scripted", agent={"text": {"format": SCHEMA}})
+    turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
+    from agents_contract import capabilities as caps
+    conn = stack.ws.connect(lambda text: None, {"Authorization": f"Bearer {create_runtime_token(stack.store, 'w')}"})
+    import json
+    weak = caps.full_declaration(caps.HARNESS_CAPABILITIES["minimax_code"])
+    stack.ws.message(conn, json.dumps({"action": "runtime.hello", "harnesses": [
+        {"harness": "scripted", "capabilities": weak}]}))
+    import time
+    time.sleep(0.5)
+    assert turn_status(client, session.id, turn_id) == "queued"
+
+
+def test_runtime_killed_mid_turn_fails_within_the_heartbeat_bound(client, runtime):
+    import time
+    session = session_with(client, "call get_weather {}\nsay never")
+    action = pending(client, session.id)
+    killed_at = time.time()
+    runtime.kill()
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "failed", timeout=20)
+    elapsed = time.time() - killed_at
+    assert elapsed < 2 + 3  # HEARTBEAT_SECONDS=2, plus the settle path
+    final = client.beta.agents.sessions.retrieve(session.id)
+    assert final.status == "failed" and final.required_actions == []
+    assert len(client.beta.agents.sessions.turns.list(session.id).data) == 1  # no replay
+
+
+def test_forty_concurrent_submissions_store_exactly_one_result(client, runtime, stack):
+    """20 identical and 20 different submissions for one call, through the handler against moto."""
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    key = client.api_key
+    bodies = [json.dumps({"events": [result(action, output="same")]})] * 20
+    bodies += [json.dumps({"events": [result(action, output=f"other-{i}")]}) for i in range(20)]
+    headers = {"authorization": f"Bearer {key}", "openai-beta": "agents=v1"}
+
+    def post(body):
+        response = stack.http.handle("POST", f"/v1/agents/sessions/{session.id}/events", "", headers, body.encode())
+        return body, response.status
+
+    with ThreadPoolExecutor(max_workers=40) as pool:
+        outcomes = list(pool.map(post, bodies))
+    assert {status for _, status in outcomes} <= {202, 409}
+    winners = {body for body, status in outcomes if status == 202}
+    assert len(winners) == 1  # one result stored: every 202 carried exactly it
+    winner = winners.pop()
+    assert all(status == 202 for body, status in outcomes if body == winner)
+    assert all(status == 409 for body, status in outcomes if body != winner)
+    from agents_core.engine import call_key
+    stored = stack.store.get(call_key("tenant-a", session.id, action.call_id))
+    assert json.loads(stored["result"])["output"] == json.loads(winner)["events"][0]["output"]
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
