@@ -30,3 +30,14 @@ def test_admission_and_reads_events(handlers, store):
     assert len(json.loads(listed["body"])["data"]) == 1
     agents = handlers["ReadsFunction"](load_event("reads-list-agents.json"), LambdaContext("r"))
     assert json.loads(agents["body"])["data"][0]["name"] == "weather"
+
+
+def test_websocket_and_stream_events(handlers, store):
+    from agents_core.runtimes import create_runtime_token
+    context = LambdaContext("x")
+    assert handlers["WsConnectFunction"](load_event("ws_connect-runtime.json"), context)["statusCode"] == 401
+    create_runtime_token(store, "example", "rt-example")
+    assert handlers["WsConnectFunction"](load_event("ws_connect-runtime.json"), context)["statusCode"] == 200
+    assert handlers["WsDisconnectFunction"](load_event("ws_disconnect-close.json"), context)["statusCode"] == 200
+    assert handlers["StreamFunction"](load_event("stream-outbox-record.json"), context) == {"batchItemFailures": []}
+    assert handlers["SettleFunction"](load_event("settle-lost.json"), context) == {"status": "missing"}

@@ -14,7 +14,7 @@ import secrets
 from typing import Any, Optional
 
 from agents_contract import capabilities, jsonutil, resources
-from agents_contract.errors import AgentsError, InvalidRequest
+from agents_contract.errors import AgentsError, InvalidRequest, NotFound
 from agents_contract.harnessconfig import HARNESS_NAMES
 
 from . import engine
@@ -372,7 +372,10 @@ def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outco
         engine.settle(draft, turn, status, engine.turn_calls(store, tenant, session_id, turn_id))
         result["status"] = status
 
-    engine.run(store, tenant, session_id, work)
+    try:
+        engine.run(store, tenant, session_id, work)
+    except NotFound:
+        return "missing"  # the Session was deleted: nothing left to settle
     return result["status"]
 
 
