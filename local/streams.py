@@ -98,13 +98,15 @@ class StreamPoller:
         self.delivered += delivered
         return delivered
 
-    def run(self, interval: float = 0.02) -> None:
+    def run(self, interval: float = 0.02, idle_max: float = 0.2) -> None:
+        """Poll fast after activity and back off while idle (as the event source mapping's poller)."""
+        wait = interval
         while not self._stop.is_set():
             try:
-                if not self.pump():
-                    time.sleep(interval)
+                wait = interval if self.pump() else min(idle_max, wait * 1.5)
             except Exception:  # noqa: BLE001 - keep polling; the handler's failure is retried
-                time.sleep(interval * 10)
+                wait = idle_max
+            self._stop.wait(wait)
 
     def start(self, interval: float = 0.02) -> threading.Thread:
         thread = threading.Thread(target=self.run, args=(interval,), name="stream-poller", daemon=True)

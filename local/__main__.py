@@ -1,0 +1,51 @@
+"""`make dev`: the whole system on this machine, no AWS account and no Docker."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+from .server import LocalStack
+
+EXAMPLE = '''from openai import OpenAI
+client = OpenAI(base_url="{base_url}", api_key="{api_key}")
+session = client.beta.agents.sessions.create(environment={{"type": "none"}}, agent={{"model": "gpt-5"}},
+                                             input="say Hello from the scripted harness")
+print(client.beta.agents.sessions.items.list(session.id).data)'''
+
+
+def main() -> int:
+    stack = LocalStack()
+    info = stack.start()
+    print(f"""
+agents-core local stack is up ({info['startup_seconds']}s)
+  base URL (SDK base_url): {info['base_url']}
+  WebSocket URL:           {info['websocket_url']}
+  dashboard:               {info['dashboard_url']}
+  API key (tenant {info['tenant']}):   {info['api_key']}
+  moto endpoint:           {info['moto_endpoint']}   (table {info['table']})
+  stack file:              {stack.config.state_file}
+  reference Runtime:       {'running (scripted; impersonates codex, claude_code, minimax_code)'
+                            if stack.runtime_process else 'not started'}
+
+Try it (official SDK):
+
+{EXAMPLE.format(**info)}
+
+Ctrl-C stops everything.
+""", flush=True)
+    stopped = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        while not stopped.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    print("stopping...", flush=True)
+    stack.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

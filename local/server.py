@@ -1,0 +1,244 @@
+"""The embedded local stack: moto in server mode (executing our ASL), the HTTP gateway, the
+WebSocket gateway with its @connections management API, the DynamoDB Streams poller, and the
+reference Runtime as its own process. Same template, same handlers, same ASL as in AWS."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _port(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value == "0":
+        return _free_port()
+    return int(value) if value else default
+
+
+@dataclass
+class Config:
+    http_port: int = field(default_factory=lambda: _port("AGENTS_CORE_HTTP_PORT", 8000))
+    ws_port: int = field(default_factory=lambda: _port("AGENTS_CORE_WS_PORT", 8001))
+    moto_port: int = field(default_factory=lambda: _port("AGENTS_CORE_MOTO_PORT", 5055))
+    api_key: Optional[str] = field(default_factory=lambda: os.environ.get("AGENTS_CORE_DEV_API_KEY"))
+    tenant: str = field(default_factory=lambda: os.environ.get("AGENTS_CORE_DEV_TENANT", "dev"))
+    heartbeat_seconds: int = field(default_factory=lambda: int(os.environ.get("AGENTS_CORE_HEARTBEAT_SECONDS", "10")))
+    state_file: pathlib.Path = field(default_factory=lambda: pathlib.Path(
+        os.environ.get("AGENTS_CORE_STATE_FILE", str(ROOT / ".local" / "stack.json"))))
+    start_runtime: bool = field(default_factory=lambda: os.environ.get("AGENTS_CORE_START_RUNTIME", "1") != "0")
+    table: str = "agents-core-local"
+
+
+def _environment(config: Config) -> None:
+    moto = f"http://127.0.0.1:{config.moto_port}"
+    os.environ.update({
+        "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": moto, "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "MOTO_PORT": str(config.moto_port), "TABLE_NAME": config.table,
+        "WEBSOCKET_ENDPOINT": f"http://127.0.0.1:{config.ws_port}",
+        "HEARTBEAT_SECONDS": str(config.heartbeat_seconds), "DEFAULT_HARNESS": os.environ.get("DEFAULT_HARNESS",
+                                                                                               "scripted"),
+        "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_SERVICE_NAME": "agents-core", "POWERTOOLS_METRICS_NAMESPACE": "AgentsCore",
+        "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+    })
+    for path in (str(ROOT / "layers" / "contract"), str(ROOT)):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+
+
+class LocalStack:
+    def __init__(self, config: Optional[Config] = None):
+        self.config = config or Config()
+        self._servers: list[Any] = []
+        self._threads: list[threading.Thread] = []
+        self.runtime_process: Optional[subprocess.Popen[bytes]] = None
+        self.started_at = time.perf_counter()
+
+    # -- start ---------------------------------------------------------------------------------------
+    def start(self) -> dict[str, Any]:
+        config = self.config
+        _environment(config)
+        from moto.core.config import default_user_config
+        from moto.server import ThreadedMotoServer
+
+        from . import apigw, lambdas, motofix, streams, template, websocket
+        from .inprocess import reset_caches
+
+        import logging
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log
+        default_user_config["stepfunctions"] = {"execute_state_machine": True}
+        default_user_config["lambda"] = {"use_docker": False}
+        motofix.install()
+        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=config.moto_port, verbose=False)
+        self.moto.start()
+        import boto3
+
+        dynamodb = boto3.client("dynamodb")
+        template.create_table(dynamodb, config.table)
+        sfn = boto3.client("stepfunctions")
+        machines = {m.logical_id: sfn.create_state_machine(
+            name=m.logical_id, definition=m.definition, type=m.type,
+            roleArn=f"arn:aws:iam::{template.ACCOUNT}:role/local")["stateMachineArn"] for m in template.state_machines()}
+        os.environ["STATE_MACHINE_ARN"] = machines["TurnStateMachine"]
+        reset_caches()
+        self.handlers = apigw.load_handlers()
+        lambdas.install(self.handlers)
+        self.http = apigw.Gateway(self.handlers)
+        self.ws = websocket.WebSocketGateway(self.handlers)
+        source = template.stream_sources()[0]
+        self.poller = streams.StreamPoller(boto3.client("dynamodbstreams"),
+                                           streams.stream_arn(dynamodb, config.table),
+                                           self.handlers[source.function], source,
+                                           context_factory=lambda: apigw.LambdaContext(source.function))
+        self._threads.append(self.poller.start(interval=0.01))
+        from agents_core.apikeys import create_key
+        from agents_core.runtimes import create_runtime_token
+        from agents_core.store import default_store
+
+        self.api_key = create_key(default_store(), config.tenant, config.api_key)
+        self.runtime_token = create_runtime_token(default_store(), "local")
+        self._serve(self._http_app(), config.http_port)
+        self._serve(self._ws_app(), config.ws_port)
+        info = {
+            "base_url": f"http://127.0.0.1:{config.http_port}/v1",
+            "dashboard_url": f"http://127.0.0.1:{config.http_port}/",
+            "websocket_url": f"ws://127.0.0.1:{config.ws_port}",
+            "api_key": self.api_key, "tenant": config.tenant, "runtime_token": self.runtime_token,
+            "moto_endpoint": f"http://127.0.0.1:{config.moto_port}", "table": config.table,
+            "state_machine_arn": machines["TurnStateMachine"], "pid": os.getpid(),
+        }
+        if config.start_runtime:
+            self.runtime_process = subprocess.Popen(  # noqa: S603 - our own module
+                [sys.executable, "-m", "runtime", "--url", info["websocket_url"], "--token", self.runtime_token,
+                 "--heartbeat", str(max(1.0, config.heartbeat_seconds / 3))], cwd=ROOT)
+        config.state_file.parent.mkdir(parents=True, exist_ok=True)
+        config.state_file.write_text(json.dumps(info, indent=2))
+        info["startup_seconds"] = round(time.perf_counter() - self.started_at, 2)
+        self.info = info
+        return info
+
+    def _serve(self, app: Any, port: int) -> None:
+        import uvicorn
+
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                               lifespan="off", ws_max_size=2**22))
+        thread = threading.Thread(target=server.run, daemon=True, name=f"uvicorn-{port}")
+        thread.start()
+        self._servers.append(server)
+        self._threads.append(thread)
+        deadline = time.time() + 10
+        while not server.started and time.time() < deadline:
+            time.sleep(0.01)
+
+    # -- the HTTP API (and the dashboard) -----------------------------------------------------------
+    def _http_app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.concurrency import run_in_threadpool
+        from starlette.requests import Request
+        from starlette.responses import FileResponse, Response
+        from starlette.routing import Route
+
+        gateway = self.http
+        dashboard = ROOT / "dashboard" / "index.html"
+
+        async def proxy(request: Request) -> Response:
+            if request.url.path in ("/", "/index.html") and request.method == "GET" and dashboard.exists():
+                return FileResponse(dashboard)
+            body = await request.body()
+            result = await run_in_threadpool(gateway.handle, request.method, request.url.path,
+                                             request.url.query, dict(request.headers), body)
+            return Response(result.body, status_code=result.status, headers=result.headers)
+
+        return Starlette(routes=[Route("/{path:path}", proxy, methods=["GET", "POST", "DELETE", "PUT", "PATCH"])])
+
+    # -- the WebSocket API and its @connections management API --------------------------------------
+    def _ws_app(self) -> Any:
+        from starlette.applications import Starlette
+        from starlette.concurrency import run_in_threadpool
+        from starlette.requests import Request
+        from starlette.responses import JSONResponse, Response
+        from starlette.routing import Route, WebSocketRoute
+        from starlette.websockets import WebSocket, WebSocketDisconnect
+
+        ws = self.ws
+
+        async def socket(websocket: WebSocket) -> None:
+            loop = asyncio.get_running_loop()
+
+            def send(text: str) -> None:
+                future = asyncio.run_coroutine_threadsafe(websocket.send_text(text), loop)
+                future.result(timeout=10)
+
+            connection_id = await run_in_threadpool(ws.connect, send, dict(websocket.headers),
+                                                    dict(websocket.query_params))
+            if connection_id is None:
+                await websocket.close(code=1008)  # API Gateway answers the handshake with 401/403
+                return
+            await websocket.accept()
+            try:
+                while True:
+                    text = await websocket.receive_text()
+                    await run_in_threadpool(ws.message, connection_id, text)
+            except WebSocketDisconnect as exc:
+                await run_in_threadpool(ws.disconnect, connection_id, exc.code)
+            except Exception:  # noqa: BLE001 - any socket failure is a disconnect
+                await run_in_threadpool(ws.disconnect, connection_id, 1006)
+
+        def gone() -> Response:
+            return JSONResponse({"message": "GoneException"}, status_code=410,
+                                headers={"x-amzn-ErrorType": "GoneException"})
+
+        async def connections(request: Request) -> Response:
+            connection_id = request.path_params["connection_id"]
+            if request.method == "POST":
+                ok = await run_in_threadpool(ws.post, connection_id, await request.body())
+                return Response(status_code=200) if ok else gone()
+            if request.method == "GET":
+                info = ws.info(connection_id)
+                return JSONResponse(info) if info else gone()
+            ok = await run_in_threadpool(ws.close, connection_id)
+            return Response(status_code=204) if ok else gone()
+
+        return Starlette(routes=[
+            Route("/@connections/{connection_id}", connections, methods=["POST", "GET", "DELETE"]),
+            WebSocketRoute("/", socket),
+        ])
+
+    # -- stop ------------------------------------------------------------------------------------------
+    def stop(self) -> None:
+        if self.runtime_process and self.runtime_process.poll() is None:
+            self.runtime_process.terminate()
+            try:
+                self.runtime_process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.runtime_process.kill()
+        self.poller.stop()
+        for server in self._servers:
+            server.should_exit = True
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self.moto.stop()
+        try:
+            if json.loads(self.config.state_file.read_text()).get("pid") == os.getpid():
+                self.config.state_file.unlink()
+        except (OSError, ValueError):
+            pass
