@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import logging
 import re
 import sys
 import time
@@ -23,6 +24,7 @@ from urllib.parse import parse_qsl
 from . import template
 
 Handler = Callable[[dict[str, Any], Any], Any]
+log = logging.getLogger("local.apigw")
 
 
 class LambdaContext:
@@ -187,6 +189,7 @@ class Gateway:
         try:
             result = invoke(self.handlers, route.function, event)
         except Exception:  # noqa: BLE001 - an unhandled Lambda error is API Gateway's 500
+            log.exception("unhandled error in %s", route.function)
             return _bare(500, "Internal Server Error")
         return from_proxy(result)
 

@@ -47,10 +47,9 @@ class Config:
 
 
 def _environment(config: Config) -> None:
-    moto = f"http://127.0.0.1:{config.moto_port}"
     os.environ.update({
         "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": moto, "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "AWS_REGION": "us-east-1", "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
         "MOTO_PORT": str(config.moto_port), "TABLE_NAME": config.table,
         "WEBSOCKET_ENDPOINT": f"http://127.0.0.1:{config.ws_port}",
         "HEARTBEAT_SECONDS": str(config.heartbeat_seconds), "DEFAULT_HARNESS": os.environ.get("DEFAULT_HARNESS",
@@ -88,6 +87,12 @@ class LocalStack:
         default_user_config["stepfunctions"] = {"execute_state_machine": True}
         default_user_config["lambda"] = {"use_docker": False}
         motofix.install()
+        # The handlers and the ASL interpreter reach moto in-process (no HTTP hop per DynamoDB call);
+        # the server on MOTO_PORT serves the same backends to other processes (CLI, scripts, tools).
+        from moto import mock_aws
+
+        self._mock = mock_aws(config=lambdas.MOTO_CONFIG)
+        self._mock.start()
         self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=config.moto_port, verbose=False)
         self.moto.start()
         import boto3
@@ -237,6 +242,7 @@ class LocalStack:
         for thread in self._threads:
             thread.join(timeout=5)
         self.moto.stop()
+        self._mock.stop()
         try:
             if json.loads(self.config.state_file.read_text()).get("pid") == os.getpid():
                 self.config.state_file.unlink()

@@ -98,7 +98,7 @@ class StreamPoller:
         self.delivered += delivered
         return delivered
 
-    def run(self, interval: float = 0.02, idle_max: float = 0.2) -> None:
+    def run(self, interval: float = 0.01, idle_max: float = 0.05) -> None:
         """Poll fast after activity and back off while idle (as the event source mapping's poller)."""
         wait = interval
         while not self._stop.is_set():
