@@ -75,13 +75,13 @@ class LocalStack:
     def start(self) -> dict[str, Any]:
         config = self.config
         _environment(config)
+        import logging
+
         from moto.core.config import default_user_config
         from moto.server import ThreadedMotoServer
 
         from . import apigw, lambdas, motofix, streams, template, websocket
         from .inprocess import reset_caches
-
-        import logging
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log
         default_user_config["stepfunctions"] = {"execute_state_machine": True}

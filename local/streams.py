@@ -5,7 +5,6 @@ failures (the batch is retried from the first failed record) and MaximumRetryAtt
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional

@@ -1,0 +1,82 @@
+"""The local stack started once per test session (`python -m local`, as `make dev` does), driven
+over real HTTP with the official SDK and over real WebSockets."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from openai import OpenAI
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+HEARTBEAT = 3
+
+
+def _wait_file(path: pathlib.Path, process: subprocess.Popen, timeout: float = 60) -> dict:
+    end = time.time() + timeout
+    while time.time() < end:
+        if process.poll() is not None:
+            raise RuntimeError(f"local stack exited with {process.returncode}")
+        if path.exists():
+            try:
+                return json.loads(path.read_text())
+            except ValueError:
+                pass
+        time.sleep(0.05)
+    raise TimeoutError("local stack did not start")
+
+
+@pytest.fixture(scope="session")
+def local_stack(tmp_path_factory):
+    state = tmp_path_factory.mktemp("stack") / "stack.json"
+    env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
+           "AGENTS_CORE_STATE_FILE": str(state), "AGENTS_CORE_HEARTBEAT_SECONDS": str(HEARTBEAT),
+           "AGENTS_CORE_START_RUNTIME": "0", "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env,  # noqa: S603
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    info = _wait_file(state, process)
+    info["startup_seconds_measured"] = round(time.perf_counter() - started, 2)
+    yield info
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def start_runtime(info: dict, harnesses: list[str]) -> subprocess.Popen:
+    args = [sys.executable, "-m", "runtime", "--url", info["websocket_url"], "--token", info["runtime_token"],
+            "--heartbeat", "0.5"]
+    for h in harnesses:
+        args += ["--harness", h]
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # noqa: S603
+                            env={**os.environ, "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"})
+
+
+@pytest.fixture(scope="session")
+def runtime_process(local_stack):
+    process = start_runtime(local_stack, ["scripted", "codex", "claude_code"])
+    time.sleep(1.0)
+    yield process
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def client(local_stack, runtime_process) -> OpenAI:
+    return OpenAI(base_url=local_stack["base_url"], api_key=local_stack["api_key"], max_retries=0,
+                  _strict_response_validation=True)
+
+
+def aws_client(info: dict, service: str):
+    import boto3
+
+    return boto3.client(service, endpoint_url=info["moto_endpoint"], region_name="us-east-1",
+                        aws_access_key_id="local", aws_secret_access_key="local")  # noqa: S106
