@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -52,6 +53,7 @@ def _environment(config: Config) -> None:
         "AWS_REGION": "us-east-1", "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
         "MOTO_PORT": str(config.moto_port), "TABLE_NAME": config.table,
         "WEBSOCKET_ENDPOINT": f"http://127.0.0.1:{config.ws_port}",
+        "WEBSOCKET_URL": f"ws://127.0.0.1:{config.ws_port}",
         "HEARTBEAT_SECONDS": str(config.heartbeat_seconds), "DEFAULT_HARNESS": os.environ.get("DEFAULT_HARNESS",
                                                                                                "scripted"),
         "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_DISABLED": "true",
@@ -159,17 +161,62 @@ class LocalStack:
         from starlette.applications import Starlette
         from starlette.concurrency import run_in_threadpool
         from starlette.requests import Request
-        from starlette.responses import FileResponse, Response
+        from starlette.responses import FileResponse, Response, StreamingResponse
         from starlette.routing import Route
 
-        gateway = self.http
+        gateway, ws = self.http, self.ws
         dashboard = ROOT / "dashboard" / "index.html"
+        events_path = re.compile(r"^/v1/agents/sessions/([^/]+)/events$")
+
+        async def sse(request: Request, session_id: str) -> Response:
+            """GET .../events as server-sent events: a subscriber of the same fan-out as WebSocket
+            clients (the real $connect and subscribe handlers), live only."""
+            headers = dict(request.headers)
+            check = await run_in_threadpool(gateway.handle, "GET", f"/v1/agents/sessions/{session_id}", "",
+                                            headers, b"")  # authorizer, beta header, tenant ownership
+            if check.status != 200:
+                return Response(check.body, status_code=check.status, headers=check.headers)
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue[str] = asyncio.Queue()
+            connection_id = await run_in_threadpool(
+                ws.connect, lambda text: loop.call_soon_threadsafe(queue.put_nowait, text),
+                {"authorization": headers.get("authorization", "")})
+            if connection_id is None:
+                return Response(b'{"message":"Unauthorized"}', status_code=401)
+            await run_in_threadpool(ws.message, connection_id,
+                                    json.dumps({"action": "subscribe", "session_id": session_id}))
+            first = json.loads(await asyncio.wait_for(queue.get(), timeout=10))
+            if first.get("type") != "subscribed":
+                await run_in_threadpool(ws.disconnect, connection_id)
+                return Response(json.dumps({"error": first.get("error")}).encode(), status_code=404,
+                                headers={"content-type": "application/json", "x-should-retry": "false"})
+
+            async def stream() -> Any:
+                try:
+                    yield ": subscribed\n\n"
+                    while True:
+                        try:
+                            text = await asyncio.wait_for(queue.get(), timeout=15)
+                        except TimeoutError:
+                            yield ": keep-alive\n\n"
+                            continue
+                        kind = json.loads(text).get("type", "message")
+                        yield f"event: {kind}\ndata: {text}\n\n"
+                finally:
+                    await run_in_threadpool(ws.disconnect, connection_id)
+
+            return StreamingResponse(stream(), media_type="text/event-stream",
+                                     headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
         async def proxy(request: Request) -> Response:
-            if request.url.path in ("/", "/index.html") and request.method == "GET" and dashboard.exists():
+            path = request.url.path
+            if path in ("/", "/index.html") and request.method == "GET" and dashboard.exists():
                 return FileResponse(dashboard)
+            found = events_path.match(path)
+            if found and request.method == "GET" and "text/event-stream" in request.headers.get("accept", ""):
+                return await sse(request, found.group(1))
             body = await request.body()
-            result = await run_in_threadpool(gateway.handle, request.method, request.url.path,
+            result = await run_in_threadpool(gateway.handle, request.method, path,
                                              request.url.query, dict(request.headers), body)
             return Response(result.body, status_code=result.status, headers=result.headers)
 

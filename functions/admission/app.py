@@ -6,7 +6,7 @@ saved reference resolution, Harness declaration check -> 400 before anything is 
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_core import agents, sessions
+from agents_core import agents, live, sessions
 from agents_core.http import body, entrypoint, json_response, new_app, tenant
 from agents_core.observability import logger, metrics, tracer
 from agents_core.store import default_store
@@ -18,6 +18,12 @@ app = new_app()
 @app.post("/v1/agents/sessions")
 def create_session():
     return json_response(200, sessions.create(default_store(), tenant(app), body(app)))
+
+
+@app.post("/v1/agents/sessions/<session_id>/stream_tickets")
+def create_stream_ticket(session_id: str):
+    """Extension: a single-use WebSocket ticket for browsers (they cannot set headers)."""
+    return json_response(200, live.create_ticket(default_store(), tenant(app), session_id))
 
 
 @app.post("/v1/agents/sessions/<session_id>")

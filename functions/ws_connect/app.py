@@ -1,6 +1,7 @@
-"""WebSocket `$connect`: a Runtime (Runtime token) or a client (API key). Rejected -> 401."""
+"""WebSocket `$connect`: a Runtime (Runtime token), or a client (API key, or `?ticket=` for
+browsers). Rejected -> 401."""
 
-from agents_core import runtimes
+from agents_core import live, runtimes
 from agents_core.observability import logger
 from agents_core.store import default_store
 
@@ -16,6 +17,17 @@ def handler(event, context):
     connection_id = event["requestContext"]["connectionId"]
     token = _bearer(event)
     store = default_store()
+    ticket = (event.get("queryStringParameters") or {}).get("ticket")
+    if ticket and not token:
+        # Browsers cannot set headers on a WebSocket: a single-use ticket names tenant and Session.
+        redeemed = live.redeem_ticket(store, ticket)
+        if redeemed is not None:
+            tenant, session_id = redeemed
+            runtimes.register_connection(store, connection_id, "client", tenant=tenant)
+            live.subscribe(store, connection_id, session_id)
+            return {"statusCode": 200}
+        logger.info("rejected WebSocket ticket")
+        return {"statusCode": 401, "body": "Unauthorized"}
     if token.startswith("rt-"):
         runtime = runtimes.runtime_for_token(store, token)
         if runtime is not None:

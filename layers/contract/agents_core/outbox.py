@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from agents_contract import jsonutil
 
-from . import runtimes
+from . import live, runtimes
 from .aws import Messenger, Workflow
 from .store import DynamoStore
 
@@ -23,8 +23,11 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
     """image: the NEW_IMAGE of an OUT# record (plain Python values)."""
     tenant, session_id, seq = image["tenant"], image["session_id"], int(image["seq"])
     events = jsonutil.loads(image.get("events") or "[]")
-    if fanout is not None and events:
-        fanout(tenant, session_id, seq, events)
+    if events:
+        if fanout is not None:
+            fanout(tenant, session_id, seq, events)
+        else:
+            live.fanout(store, messenger, tenant, session_id, seq, events)
     for command in jsonutil.loads(image.get("commands") or "[]"):
         kind = command["type"]
         if kind == "dispatch":

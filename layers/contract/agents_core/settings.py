@@ -24,11 +24,13 @@ class Settings(BaseSettings):
     stepfunctions_endpoint_url: Optional[str] = None
     # The WebSocket API's management endpoint (https://{api}.execute-api.{region}.amazonaws.com/{stage}).
     websocket_endpoint: Optional[str] = None
+    # The public WebSocket URL (wss://...) handed out with stream tickets.
+    websocket_url: Optional[str] = None
     heartbeat_seconds: int = 30
     turn_timeout_seconds: int = 3600
 
     @field_validator("default_harness", "dynamodb_endpoint_url", "state_machine_arn", "stepfunctions_endpoint_url",
-                     "websocket_endpoint", mode="before")
+                     "websocket_endpoint", "websocket_url", mode="before")
     @classmethod
     def _blank_is_none(cls, value: object) -> object:
         return None if value == "" else value

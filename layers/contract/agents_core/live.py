@@ -1,0 +1,95 @@
+"""Live events: stream tickets, client subscriptions and fan-out of committed events.
+
+Live means live: a subscription starts at the Session's current commit, so reconnecting never
+replays; callers recover through reads. Each subscription remembers the last commit delivered,
+so a redelivered stream batch posts nothing twice. A GoneException deletes *that* connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from typing import Any, Optional
+
+from agents_contract.errors import InvalidRequest, NotFound
+
+from . import runtimes
+from .aws import Messenger
+from .ids import now
+from .settings import get_settings
+from .store import DynamoStore, TransactionConflict, session_key
+
+TICKET_SECONDS = 60
+
+
+def _ticket_key(ticket: str) -> dict[str, str]:
+    return {"PK": f"TICKET#{hashlib.sha256(ticket.encode()).hexdigest()}", "SK": "T"}
+
+
+def create_ticket(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
+    """A short-lived, single-use connection ticket for browsers (which cannot set WebSocket headers)."""
+    if store.get(session_key(tenant, session_id)) is None:
+        raise NotFound()
+    ticket = "tk_" + secrets.token_urlsafe(24)
+    expires_at = now() + TICKET_SECONDS
+    store.put({**_ticket_key(ticket), "kind": "ticket", "tenant": tenant, "session_id": session_id,
+               "expires_at": expires_at, "ttl": expires_at + 60}, condition="attribute_not_exists(PK)")
+    return {"object": "agent.session.stream_ticket", "ticket": ticket, "session_id": session_id,
+            "expires_at": expires_at, "websocket_url": get_settings().websocket_url}
+
+
+def redeem_ticket(store: DynamoStore, ticket: str) -> Optional[tuple[str, str]]:
+    """Single use: the ticket is deleted by the redemption that reads it."""
+    key = _ticket_key(ticket)
+    item = store.get(key)
+    if item is None or not store.delete(key, "attribute_exists(PK)"):
+        return None
+    if int(item["expires_at"]) < now():
+        return None
+    return item["tenant"], item["session_id"]
+
+
+def subscribe(store: DynamoStore, connection_id: str, session_id: str) -> dict[str, Any]:
+    conn = runtimes.connection(store, connection_id)
+    if conn is None or conn.get("role") != "client":
+        raise InvalidRequest("Only client connections subscribe to Sessions.", param="action")
+    tenant = conn["tenant"]
+    session = store.get(session_key(tenant, session_id))
+    if session is None:
+        raise NotFound()  # another tenant's id is as absent as a missing one
+    store.put({**runtimes.conn_key(connection_id, f"SUB#{session_id}"), "kind": "subscription",
+               "connection_id": connection_id, "tenant": tenant, "session_id": session_id,
+               "delivered_seq": int(session.get("out_seq", 0)),
+               "GSI1PK": f"SUB#{tenant}#{session_id}", "GSI1SK": connection_id, "ttl": now() + 2 * 3600})
+    return {"type": "subscribed", "session_id": session_id}
+
+
+def unsubscribe(store: DynamoStore, connection_id: str, session_id: str) -> dict[str, Any]:
+    store.delete(runtimes.conn_key(connection_id, f"SUB#{session_id}"))
+    return {"type": "unsubscribed", "session_id": session_id}
+
+
+def fanout(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str, seq: int,
+           events: list[dict[str, Any]]) -> int:
+    """Post one commit's events, in order, to every subscriber; returns connections reached."""
+    reached = 0
+    after: Optional[str] = None
+    while True:
+        page = store.query(pk=f"SUB#{tenant}#{session_id}", index="GSI1", after=after, limit=100)
+        for sub in page.items:
+            connection_id = sub["connection_id"]
+            tx = store.new_transaction().update(
+                runtimes.conn_key(connection_id, f"SUB#{session_id}"), "SET delivered_seq = :s",
+                "attribute_exists(PK) AND delivered_seq < :s", values={":s": seq})
+            try:
+                store.transact(tx)
+            except TransactionConflict:
+                continue  # already delivered (a redelivered batch) or unsubscribed
+            for event in events:
+                if not runtimes.post_safely(messenger, store, connection_id, event):
+                    break  # GoneException: that connection was deleted
+            else:
+                reached += 1
+        if not page.has_more:
+            return reached
+        after = page.items[-1]["GSI1SK"]
