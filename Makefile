@@ -6,7 +6,7 @@ SAM_VENV := .venv-sam
 SAM := $(SAM_VENV)/bin/sam
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint unit integration e2e bench build deploy validate clean sam-cli
+.PHONY: dev test lint browser asl unit integration e2e bench build deploy validate clean sam-cli
 
 $(STAMP): requirements-dev.txt layers/contract/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,18 @@ node_modules/.installed: package.json
 	touch node_modules/.installed
 
 ## test: lint (ruff, cfn-lint, sam validate when installed, asl-validator) then every test
-test: lint
+test: lint browser
 	$(PY) -m pytest --cov=agents_contract --cov-report=term --cov-fail-under=95
+
+## browser: Debian's chromium for the dashboard test, installed where this machine allows it
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian chromium for the dashboard test..."; \
+		(DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+		 (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1)) \
+		|| echo "could not install chromium: the dashboard browser test will be skipped"; \
+	else echo "no chromium and no way to install it: the dashboard browser test will be skipped"; fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
