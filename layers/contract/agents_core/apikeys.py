@@ -1,8 +1,10 @@
-"""Create an API key for a tenant against any table (local or AWS).
+"""Create an API key for a tenant, or a Runtime token, against any table (local or AWS).
 
-    python -m agents_core.apikeys --tenant acme [--table agents-core] [--endpoint-url http://127.0.0.1:5000]
+    python -m agents_core.apikeys --tenant acme [--table agents-core] [--endpoint-url http://127.0.0.1:5055]
+    python -m agents_core.apikeys --runtime my-runtime [--table ...] [--endpoint-url ...]
 
-Prints the key once; only its SHA-256 is stored.
+Prints the secret once; only its SHA-256 is stored. Without --table/--endpoint-url the running
+local stack's .local/stack.json is used when present.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ def create_key(store: DynamoStore, tenant: str, key: str | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agents_core.apikeys", description=__doc__.splitlines()[0])
-    parser.add_argument("--tenant", required=True)
+    who = parser.add_mutually_exclusive_group(required=True)
+    who.add_argument("--tenant", help="create an API key for this tenant")
+    who.add_argument("--runtime", help="create a Runtime token with this name")
     parser.add_argument("--table", default=None, help="table name (default: $TABLE_NAME or .local/stack.json)")
     parser.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint (default: AWS, or the local stack)")
     parser.add_argument("--region", default=None)
@@ -46,7 +50,12 @@ def main(argv: list[str] | None = None) -> int:
 
     table = table or os.environ.get("TABLE_NAME") or "agents-core"
     store = DynamoStore(table, dynamodb_client(endpoint, args.region))
-    print(create_key(store, args.tenant))
+    if args.runtime:
+        from .runtimes import create_runtime_token
+
+        print(create_runtime_token(store, args.runtime))
+    else:
+        print(create_key(store, args.tenant))
     return 0
 
 
