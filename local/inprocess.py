@@ -41,6 +41,7 @@ class InProcessStack:
                                            roleArn=f"arn:aws:iam::{template.ACCOUNT}:role/local",
                                            type=machine.type)["stateMachineArn"]
             self.state_machines[machine.logical_id] = arn
+        self._saved_env = {k: os.environ.get(k) for k in ("STATE_MACHINE_ARN", "TABLE_NAME")}
         os.environ["STATE_MACHINE_ARN"] = self.state_machines["TurnStateMachine"]
         os.environ["TABLE_NAME"] = table
         reset_caches()
@@ -72,6 +73,12 @@ class InProcessStack:
         self.poller.stop()
         if self._thread:
             self._thread.join(timeout=5)
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        reset_caches()
 
     def connect_runtime(self, token: str, harnesses: list[str], heartbeat_seconds: float = 0.5) -> LocalRuntime:
         runtime = LocalRuntime(self, token, harnesses, heartbeat_seconds)

@@ -41,3 +41,11 @@ def test_websocket_and_stream_events(handlers, store):
     assert handlers["WsDisconnectFunction"](load_event("ws_disconnect-close.json"), context)["statusCode"] == 200
     assert handlers["StreamFunction"](load_event("stream-outbox-record.json"), context) == {"batchItemFailures": []}
     assert handlers["SettleFunction"](load_event("settle-lost.json"), context) == {"status": "missing"}
+
+
+def test_clients_event_on_an_unknown_connection_answers_with_an_error(handlers, store, monkeypatch):
+    posted = []
+    from agents_core import runtimes
+    monkeypatch.setattr(runtimes, "post_safely", lambda messenger, store, connection_id, message: posted.append(message))
+    assert handlers["ClientsFunction"](load_event("clients-subscribe.json"), LambdaContext("c"))["statusCode"] == 200
+    assert posted[0]["type"] == "error" and posted[0]["error"]["param"] == "action"
