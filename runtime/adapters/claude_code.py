@@ -1,0 +1,99 @@
+"""Claude Code: Claude Agent SDK options.
+
+- "The Claude adapter passes outputFormat to the pinned SDK and allows its native StructuredOutput
+  terminal tool, which is internal and never an extra caller function ... the adapter's inventory
+  check leaves it and ToolSearch to native."
+- "The Claude adapter's MCP server marks eager definitions anthropic/alwaysLoad:true and deferred
+  ones false, and sets ENABLE_TOOL_SEARCH=true; the none profile allows only declared callbacks,
+  declared MCP tools and ToolSearch."
+- web search: "On a workspace placement the native claude_code tool set runs without ask-user,
+  scheduling, workflow, background and ListAgents tools; disabled removes WebSearch and WebFetch,
+  and live keeps them. environment: none keeps no built-in tools, and live adds only WebSearch".
+- "Claude Code starts the server with command and args in the directory of its own process, which
+  is the workspace directory".
+- "Anonymous Claude requests send a blank Authorization header to suppress native OAuth injection."
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import one, output_schema, placement, tools_of
+
+FUNCTIONS_SERVER = "functions"  # the adapter's own MCP server carrying the caller's functions
+NATIVE_TO_LEAVE = ("StructuredOutput", "ToolSearch")
+WORKSPACE_EXCLUDED = ("AskUserQuestion", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup", "Workflow",
+                      "BashOutput", "KillShell", "ListAgents")
+
+
+def _functions_server(start: dict[str, Any]) -> Optional[dict[str, Any]]:
+    functions = tools_of(start, "function")
+    if not functions:
+        return None
+    return {"type": "sdk", "name": FUNCTIONS_SERVER, "tools": [
+        {"name": f["name"], "description": f["description"], "inputSchema": f["parameters"],
+         "_meta": {"anthropic/alwaysLoad": not f["defer_loading"]}} for f in functions]}
+
+
+def _mcp_servers(start: dict[str, Any], credentials: Optional[dict[str, str]]) -> dict[str, Any]:
+    servers: dict[str, Any] = {}
+    functions = _functions_server(start)
+    if functions is not None:
+        servers[FUNCTIONS_SERVER] = functions
+    for tool in tools_of(start, "mcp"):
+        label, transport = tool["server_label"], tool["transport"]
+        if transport["type"] == "stdio":
+            # Started in the adapter's own directory (the workspace); admission pinned cwd to it.
+            servers[label] = {"type": "stdio", "command": transport["command"], "args": list(transport["args"])}
+        else:
+            headers = dict(transport.get("headers") or {})
+            if credentials and label in credentials:
+                headers["Authorization"] = f"Bearer ${{{credentials[label]}}}"
+            else:
+                headers["Authorization"] = ""  # suppress native OAuth injection on anonymous requests
+            servers[label] = {"type": "http", "url": transport["server_url"], "headers": headers}
+    return servers
+
+
+def _allowed_tools(start: dict[str, Any]) -> list[str]:
+    allowed = [f"mcp__{FUNCTIONS_SERVER}__{f['name']}" for f in tools_of(start, "function")]
+    for tool in tools_of(start, "mcp"):
+        label = tool["server_label"]
+        if tool["allowed_tools"] is None:
+            allowed.append(f"mcp__{label}")
+        else:
+            allowed += [f"mcp__{label}__{name}" for name in tool["allowed_tools"]]
+    if one(start, "tool_search") is not None:
+        allowed.append("ToolSearch")
+    return allowed
+
+
+def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    where = placement(start)
+    search = one(start, "web_search")
+    out: dict[str, Any] = {"mcpServers": _mcp_servers(start, credentials)}
+    schema = output_schema(start)
+    if schema is not None:
+        out["outputFormat"] = {"type": "json_schema", "schema": schema}
+    if one(start, "tool_search") is not None:
+        out["env"] = {"ENABLE_TOOL_SEARCH": "true"}
+    if where == "none":
+        builtins: list[str] = []
+        if search is not None and search["mode"] == "live":
+            builtins.append("WebSearch")  # a provider-side tool; WebFetch would fetch from the Runtime host
+        out["tools"] = builtins
+        out["allowedTools"] = [*_allowed_tools(start), *builtins]
+    else:
+        out["tools"] = {"type": "preset", "preset": "claude_code"}
+        disallowed = list(WORKSPACE_EXCLUDED)
+        if search is not None and search["mode"] == "disabled":
+            disallowed += ["WebSearch", "WebFetch"]
+        out["disallowedTools"] = disallowed
+        out["cwd"] = start["environment"].get("workspace_directory")
+    return out
+
+
+def native_inventory_check(expected: list[str], reported: list[str]) -> list[str]:
+    """Tools the native session reported that were not declared; StructuredOutput and ToolSearch
+    are left to native."""
+    return sorted(t for t in reported if t not in expected and t not in NATIVE_TO_LEAVE)
