@@ -6,6 +6,7 @@ The user message is a tiny script, one step per line:
     answer <text>              the final answer, published unchanged (structured output)
     call <name> <json>         a function call; waits for its result, applies it, sends the receipt
     subagent call <name> <json>  the same call made by a Subagent (its item names the child Turn)
+    parallel <n> <name> <json> n calls at once; waits for all their results
     abandon <name> <json>      a function call the harness abandons before any result
     wait [seconds]             wait for steering input (its lines run as more steps) or cancellation
     sleep <seconds>            work silently (heartbeats continue)
@@ -110,6 +111,9 @@ class TurnRunner:
                 self._call(rest)
             elif verb == "subagent":
                 self._call(rest.removeprefix("call ").strip(), child=_new("turn"))
+            elif verb == "parallel":
+                count, _, call = rest.partition(" ")
+                self._parallel(int(count), call)
             elif verb == "abandon":
                 self._call(rest, abandon=True)
             elif verb == "wait":
@@ -128,13 +132,24 @@ class TurnRunner:
         if self.cancelled.is_set():
             raise Cancelled()
 
+    def emit_batch(self, observations: list[tuple[str, dict[str, Any]]]) -> None:
+        """Several observations of this Turn in one message (Core applies them in one commit)."""
+        with self._lock:
+            batch = []
+            for action, fields in observations:
+                self.seq += 1
+                batch.append({"action": action, "seq": self.seq, **fields})
+            self.send_raw({"action": "turn.batch", **self.route, "observations": batch})
+
     def _message(self, text: str, phase: str) -> None:
         item_id = _new("msg")
-        self.emit("turn.item.added", item={"id": item_id, "type": "message", "role": "assistant", "phase": phase,
-                                           "status": "in_progress", "content": []})
-        self.emit("turn.output_text.delta", item_id=item_id, content_index=0, delta=text)  # the whole text
-        self.emit("turn.item.done", item={"id": item_id, "type": "message", "role": "assistant", "phase": phase,
-                                          "status": "completed", "content": [{"type": "output_text", "text": text}]})
+        self.emit_batch([
+            ("turn.item.added", {"item": {"id": item_id, "type": "message", "role": "assistant", "phase": phase,
+                                          "status": "in_progress", "content": []}}),
+            ("turn.output_text.delta", {"item_id": item_id, "content_index": 0, "delta": text}),  # the whole text
+            ("turn.item.done", {"item": {"id": item_id, "type": "message", "role": "assistant", "phase": phase,
+                                         "status": "completed", "content": [{"type": "output_text", "text": text}]}}),
+        ])
 
     def _call(self, rest: str, child: Optional[str] = None, abandon: bool = False) -> None:
         name, _, raw = rest.partition(" ")
@@ -156,6 +171,21 @@ class TurnRunner:
                 return
             if message.get("type") == "turn.input":
                 self.steps += script_lines([message.get("item", {})])
+
+    def _parallel(self, count: int, rest: str) -> None:
+        name, _, raw = rest.partition(" ")
+        arguments = json.loads(raw) if raw.strip() else {}
+        waiting = set()
+        for _ in range(count):
+            call_id = _new("call")
+            waiting.add(call_id)
+            self.emit("turn.function_call", call_id=call_id, name=name, arguments=arguments, item_id=call_id)
+        while waiting:
+            message = self._next()
+            if message.get("type") == "turn.tool_result" and message.get("call_id") in waiting:
+                waiting.discard(message["call_id"])
+                self.results[message["call_id"]] = message["result"]
+                self.emit("turn.tool_result.applied", call_id=message["call_id"])
 
     def _next(self, timeout: Optional[float] = None) -> dict[str, Any]:
         deadline = None if timeout is None else time.time() + timeout

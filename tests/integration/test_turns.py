@@ -274,3 +274,30 @@ def test_forty_concurrent_submissions_store_exactly_one_result(client, runtime, 
     stored = stack.store.get(call_key("tenant-a", session.id, action.call_id))
     assert json.loads(stored["result"])["output"] == json.loads(winner)["events"][0]["output"]
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
+
+
+def test_duplicate_observations_are_ignored(client, stack):
+    """Each observation carries (turn_id, seq); a repeated seq changes nothing."""
+    import json
+
+    from runtime.capabilities import declarations
+    received = []
+    conn = stack.ws.connect(lambda text: received.append(json.loads(text)),
+                            {"Authorization": f"Bearer {create_runtime_token(stack.store, 'raw')}"})
+    stack.ws.message(conn, json.dumps({"action": "runtime.hello", "harnesses": declarations(["scripted"])}))
+    session = session_with(client, "say hi")
+    start = wait_for(lambda: [m for m in received if m.get("type") == "turn.start"])[0]
+    route = {k: start[k] for k in ("tenant", "session_id", "turn_id")}
+    item = {"id": "m1", "type": "message", "role": "assistant", "phase": "final_answer", "status": "completed",
+            "content": [{"type": "output_text", "text": "hi"}]}
+    for _ in range(2):
+        stack.ws.message(conn, json.dumps({"action": "turn.item.done", **route, "seq": 1, "item": item}))
+    batch = {"action": "turn.batch", **route, "observations": [
+        {"action": "turn.item.done", "seq": 1, "item": item}, {"action": "turn.completed", "seq": 2}]}
+    for _ in range(2):
+        stack.ws.message(conn, json.dumps(batch))
+    wait_for(lambda: turn_status(client, session.id, start["turn_id"]) == "completed")
+    items = client.beta.agents.sessions.items.list(session.id, order="asc").data
+    assert [i.type for i in items] == ["message", "message"]
+    stack.ws.message(conn, json.dumps({"action": "turn.item.done", **route, "seq": 3, "item": {**item, "id": "m2"}}))
+    assert len(client.beta.agents.sessions.items.list(session.id).data) == 2  # a settled Turn takes no more

@@ -103,6 +103,7 @@ class Draft:
         self.commands: list[dict[str, Any]] = []
         self.turns: dict[str, TurnState] = {}
         self._snapshot: Optional[Snapshot] = None
+        self._items: dict[int, dict[str, Any]] = {}
         self.dirty = False
 
     # -- reads ---------------------------------------------------------------------------------
@@ -159,13 +160,14 @@ class Draft:
         return self.item_seq
 
     def put_item(self, position: int, item: dict[str, Any]) -> None:
-        self.tx.put({"PK": session_pk(self.tenant, self.session_id), "SK": item_sk(position), "kind": "item",
-                     "id": item["id"], "turn_id": item["turn_id"], "doc": jsonutil.dumps(item)})
+        """The Item's latest state in this commit (a batch may add and finish it: one write)."""
+        self._items[position] = item
         self.dirty = True
 
     def commit(self) -> bool:
         if not self.dirty and not self.tx.entries:
             return False
+        self.flush_items()
         for turn in self.turns.values():
             self._write_turn(turn)
         seq = self.out_seq + 1
@@ -188,6 +190,12 @@ class Draft:
         self.store.transact(self.tx)
         self.out_seq = seq
         return True
+
+    def flush_items(self) -> None:
+        for position, item in sorted(self._items.items()):
+            self.tx.put({"PK": session_pk(self.tenant, self.session_id), "SK": item_sk(position), "kind": "item",
+                         "id": item["id"], "turn_id": item["turn_id"], "doc": jsonutil.dumps(item)})
+        self._items.clear()
 
     def _write_turn(self, turn: TurnState) -> None:
         if not turn.changed:
@@ -284,8 +292,13 @@ def runtime_context(draft: Draft, turn: TurnState) -> dict[str, str]:
 
 def deliver(draft: Draft, turn: TurnState, message: dict[str, Any]) -> None:
     if turn.claimed_by:
-        draft.command({"type": "deliver", "connection_id": turn.claimed_by,
-                       "message": {**message, **runtime_context(draft, turn)}})
+        deliver_to(draft, turn.id, turn.claimed_by, message)
+
+
+def deliver_to(draft: Draft, turn_id: str, connection_id: str, message: dict[str, Any]) -> None:
+    """An outbox command: the stream handler posts it to the Runtime that owns the Turn."""
+    draft.command({"type": "deliver", "connection_id": connection_id,
+                   "message": {**message, "tenant": draft.tenant, "session_id": draft.session_id, "turn_id": turn_id}})
 
 
 def pending_actions_of(draft: Draft, turn_id: str) -> list[dict[str, Any]]:

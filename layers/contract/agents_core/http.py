@@ -94,7 +94,8 @@ def _header(event: dict[str, Any], name: str) -> Optional[str]:
 
 def entrypoint(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Authentication, then the beta header, then the route."""
-    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+    if not get_settings().powertools_metrics_disabled:
+        metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
     authorizer = (event.get("requestContext", {}).get("authorizer") or {}).get("lambda") or {}
     if not authorizer.get("tenant"):
         return _proxy(error_response(Unauthorized(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 from agents_contract.errors import InvalidRequest, NotFound
@@ -69,27 +70,38 @@ def unsubscribe(store: DynamoStore, connection_id: str, session_id: str) -> dict
     return {"type": "unsubscribed", "session_id": session_id}
 
 
+FANOUT_WORKERS = 16
+_pool = ThreadPoolExecutor(max_workers=FANOUT_WORKERS, thread_name_prefix="fanout")
+
+
+def _deliver(store: DynamoStore, messenger: Messenger, connection_id: str, session_id: str, seq: int,
+             events: list[dict[str, Any]]) -> bool:
+    """One subscriber: claim this commit for it (conditional write), then post its events in order."""
+    tx = store.new_transaction().update(
+        runtimes.conn_key(connection_id, f"SUB#{session_id}"), "SET delivered_seq = :s",
+        "attribute_exists(PK) AND delivered_seq < :s", values={":s": seq})
+    try:
+        store.transact(tx)
+    except TransactionConflict:
+        return False  # already delivered (a redelivered batch) or unsubscribed
+    for event in events:
+        if not runtimes.post_safely(messenger, store, connection_id, event):
+            return False  # GoneException: that connection was deleted
+    return True
+
+
 def fanout(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str, seq: int,
            events: list[dict[str, Any]]) -> int:
-    """Post one commit's events, in order, to every subscriber; returns connections reached."""
+    """Post one commit's events to every subscriber; returns connections reached. Subscribers are
+    served in parallel; each one gets the commit's events in order, and the next commit only after
+    this one finished (the stream handler processes a Session's records one by one)."""
     reached = 0
     after: Optional[str] = None
     while True:
         page = store.query(pk=f"SUB#{tenant}#{session_id}", index="GSI1", after=after, limit=100)
-        for sub in page.items:
-            connection_id = sub["connection_id"]
-            tx = store.new_transaction().update(
-                runtimes.conn_key(connection_id, f"SUB#{session_id}"), "SET delivered_seq = :s",
-                "attribute_exists(PK) AND delivered_seq < :s", values={":s": seq})
-            try:
-                store.transact(tx)
-            except TransactionConflict:
-                continue  # already delivered (a redelivered batch) or unsubscribed
-            for event in events:
-                if not runtimes.post_safely(messenger, store, connection_id, event):
-                    break  # GoneException: that connection was deleted
-            else:
-                reached += 1
+        jobs = [_pool.submit(_deliver, store, messenger, sub["connection_id"], session_id, seq, events)
+                for sub in page.items]
+        reached += sum(1 for job in jobs if job.result())
         if not page.has_more:
             return reached
         after = page.items[-1]["GSI1SK"]

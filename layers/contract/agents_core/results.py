@@ -111,9 +111,11 @@ def _admit_result(draft: engine.Draft, event: wire.ToolResultEvent, call: dict[s
                 ":now": now()},
         return_old=True,
     )
-    turn = draft.turn(call["turn_id"])
-    if turn is not None:
-        engine.deliver(draft, turn, {"type": "turn.tool_result", "call_id": event.call_id, "result": sent})
+    # A pending call belongs to the active Turn, whose owner the Session item already names: no read.
+    active = draft.active_turn or {}
+    if active.get("id") == call["turn_id"] and active.get("claimed_by"):
+        engine.deliver_to(draft, call["turn_id"], active["claimed_by"],
+                          {"type": "turn.tool_result", "call_id": event.call_id, "result": sent})
     draft.dirty = True
 
 

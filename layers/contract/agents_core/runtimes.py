@@ -53,11 +53,23 @@ def register_connection(store: DynamoStore, connection_id: str, role: str, **att
                "connected_at": now(), "ttl": now() + 2 * 3600, **attrs})
 
 
+_ROLES: dict[str, dict[str, Any]] = {}  # warm-container cache: a connection's role never changes
+
+
 def connection(store: DynamoStore, connection_id: str) -> Optional[dict[str, Any]]:
-    return store.get(conn_key(connection_id))
+    cached = _ROLES.get(connection_id)
+    if cached is not None:
+        return cached
+    item = store.get(conn_key(connection_id))
+    if item is not None:
+        if len(_ROLES) > 10_000:
+            _ROLES.clear()
+        _ROLES[connection_id] = item
+    return item
 
 
 def forget_connection(store: DynamoStore, connection_id: str) -> None:
+    _ROLES.pop(connection_id, None)
     store.delete_partition(f"CONN#{connection_id}")
 
 
@@ -174,16 +186,23 @@ OBSERVATIONS = ("turn.item.added", "turn.item.done", "turn.output_text.delta", "
 
 
 def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message: dict[str, Any]) -> str:
-    """Apply one observation of a Runtime; returns 'applied', 'duplicate' or 'ignored'."""
+    """Apply one observation - or a `turn.batch` of observations of one Turn, in one commit - of a
+    Runtime; returns 'applied', 'duplicate' or 'ignored'."""
     action = message.get("action")
-    if action not in OBSERVATIONS:
+    if action != "turn.batch" and action not in OBSERVATIONS:
         raise InvalidRequest(f"Unknown action '{action}'.", param="action")
     try:
         tenant, session_id, turn_id = message["tenant"], message["session_id"], message["turn_id"]
-        seq = int(message["seq"])
+        batch = message["observations"] if action == "turn.batch" else [message]
+        if not isinstance(batch, list) or not batch:
+            raise TypeError
+        observations = [(o["action"], int(o["seq"]), o) for o in batch]
     except (KeyError, TypeError, ValueError):
         raise InvalidRequest("Observations carry tenant, session_id, turn_id and an integer seq.") from None
-    if action == "turn.heartbeat":
+    for kind, _, _ in observations:
+        if kind not in OBSERVATIONS:
+            raise InvalidRequest(f"Unknown action '{kind}'.", param="action")
+    if all(kind == "turn.heartbeat" for kind, _, _ in observations):
         item = store.get(engine.turn_key(tenant, session_id, turn_id), consistent=False)
         if item and item.get("claimed_by") == connection_id and item.get("task_token"):
             workflow.heartbeat(item["task_token"])
@@ -195,13 +214,16 @@ def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message:
         turn = draft.turn(turn_id)
         if turn is None or turn.claimed_by != connection_id:
             return "ignored"  # never act on a Turn this connection does not own
-        if seq <= turn.obs_seq:
-            return "duplicate"
-        if turn.status in engine.TERMINAL:
-            return "ignored"
-        turn.set(obs_seq=seq)
-        _APPLY[action](draft, turn, message, outcome)
-        return "applied"
+        result = "duplicate"
+        for kind, seq, observation in observations:
+            if seq <= turn.obs_seq or kind == "turn.heartbeat":
+                continue  # a duplicate is ignored (the conditional commit below makes it exact)
+            if turn.status in engine.TERMINAL or outcome.get("terminal"):
+                return "ignored"
+            turn.set(obs_seq=seq)
+            _APPLY[kind](draft, turn, observation, outcome)
+            result = "applied"
+        return result
 
     result = engine.run(store, tenant, session_id, work)
     if result == "applied" and outcome.get("terminal"):

@@ -26,6 +26,7 @@ class Settings(BaseSettings):
     websocket_endpoint: Optional[str] = None
     # The public WebSocket URL (wss://...) handed out with stream tickets.
     websocket_url: Optional[str] = None
+    powertools_metrics_disabled: bool = False
     heartbeat_seconds: int = 30
     turn_timeout_seconds: int = 3600
 
