@@ -8,7 +8,7 @@ from aws_lambda_powertools.logging import correlation_paths
 
 from agents_core import agents, live, sessions
 from agents_core.http import body, entrypoint, json_response, new_app, tenant
-from agents_core.observability import logger, metrics, tracer
+from agents_core.observability import logger, metrics
 from agents_core.store import default_store
 
 app = new_app()
@@ -54,7 +54,6 @@ def delete_agent(agent_id: str):
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def handler(event, context):
     return entrypoint(app, event, context)

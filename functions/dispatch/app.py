@@ -3,12 +3,11 @@ claimed Turn and send turn.start to its Runtime. A closed connection fails the t
 
 from agents_core import runtimes
 from agents_core.aws import default_messenger
-from agents_core.observability import logger, tracer
+from agents_core.observability import logger
 from agents_core.store import default_store
 
 
 @logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 def handler(event, context):
     logger.append_keys(session_id=event["session_id"], turn_id=event["turn_id"])
     runtimes.begin(default_store(), default_messenger(), event["tenant"], event["session_id"], event["turn_id"],

@@ -5,7 +5,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from agents_contract.errors import InvalidRequest
 from agents_core import agents, sessions
 from agents_core.http import entrypoint, json_response, new_app, query, tenant
-from agents_core.observability import logger, metrics, tracer
+from agents_core.observability import logger, metrics
 from agents_core.pagination import list_params
 from agents_core.store import default_store
 
@@ -65,7 +65,6 @@ def retrieve_agent(agent_id: str):
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def handler(event, context):
     return entrypoint(app, event, context)

@@ -9,7 +9,7 @@ import json
 from agents_contract.errors import AgentsError
 from agents_core import runtimes
 from agents_core.aws import default_messenger, default_workflow
-from agents_core.observability import logger, tracer
+from agents_core.observability import logger
 from agents_core.store import default_store
 
 
@@ -18,7 +18,6 @@ def _reply(connection_id, message):
 
 
 @logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 def handler(event, context):
     connection_id = event["requestContext"]["connectionId"]
     store = default_store()

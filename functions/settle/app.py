@@ -1,12 +1,11 @@
 """The Turn workflow's Settle / SettleLost tasks: the Turn's terminal state in one transaction."""
 
 from agents_core import runtimes
-from agents_core.observability import logger, tracer
+from agents_core.observability import logger
 from agents_core.store import default_store
 
 
 @logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 def handler(event, context):
     logger.append_keys(session_id=event["session_id"], turn_id=event["turn_id"])
     status = runtimes.settle(default_store(), event["tenant"], event["session_id"], event["turn_id"],

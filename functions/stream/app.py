@@ -7,7 +7,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 
 from agents_core import outbox
 from agents_core.aws import default_messenger, default_workflow
-from agents_core.observability import logger, tracer
+from agents_core.observability import logger
 from agents_core.store import default_store
 
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
@@ -21,7 +21,6 @@ def record_handler(record: DynamoDBRecord) -> None:
 
 
 @logger.inject_lambda_context(log_event=False)
-@tracer.capture_lambda_handler(capture_response=False)
 def handler(event, context):
     return process_partial_response(event=event, record_handler=record_handler, processor=processor,
                                     context=context)
