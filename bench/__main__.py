@@ -17,7 +17,7 @@ def main() -> int:
     RESULTS.mkdir(exist_ok=True)
     report: dict[str, object] = {"started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "results": {}}
     failed = []
-    for script in sorted(HERE.glob("bench_*.py")):
+    for script in [*sorted(HERE.glob("bench_*.py")), HERE / "cost.py"]:  # the cost model reads turns.json
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=HERE.parent)
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{\"benchmark\"")]

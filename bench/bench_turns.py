@@ -16,6 +16,7 @@ except ImportError:  # run as a script
     from common import emit, percentiles  # type: ignore[no-redef]
 
 import json
+import math
 import threading
 import time
 from collections import Counter, defaultdict
@@ -46,6 +47,72 @@ class ThreadCounter:
 
     def mine(self) -> Counter[str]:
         return self.by_thread[threading.get_ident()]
+
+
+def _kind(key: dict[str, Any]) -> str:
+    pk, sk = key["PK"]["S"], key["SK"]["S"]
+    if sk == "S":
+        return "session"
+    for prefix, kind in (("TURN#", "turn"), ("ITEM#", "item"), ("CALL#", "call"), ("OUT#", "outbox"),
+                         ("SUB#", "subscription"), ("H#", "runtime")):
+        if sk.startswith(prefix):
+            return kind
+    return "other" if "#IDEM#" not in pk else "idempotency"
+
+
+def _size(item: dict[str, Any]) -> int:
+    return len(json.dumps(item, separators=(",", ":")))
+
+
+class UnitMeter:
+    """Estimated DynamoDB request units (on-demand), attributed to the calling function: writes by
+    item kind (sizes measured afterwards), reads from the items actually returned."""
+
+    def __init__(self, client: Any):
+        self.writes: dict[str, Counter[str]] = defaultdict(Counter)  # function -> kind -> transactional entries
+        self.plain_writes: dict[str, Counter[str]] = defaultdict(Counter)
+        self.rru: Counter[str] = Counter()
+        self.on = False
+        client.meta.events.register("provide-client-params.dynamodb", self._params)
+        client.meta.events.register("after-call.dynamodb", self._after)
+
+    def _fn(self) -> str:
+        return getattr(CURRENT, "function", "other")
+
+    def _params(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        if not self.on:
+            return
+        if model.name == "TransactWriteItems":
+            for entry in params["TransactItems"]:
+                op = next(iter(entry.values()))
+                key = op.get("Key") or {"PK": op["Item"]["PK"], "SK": op["Item"]["SK"]}
+                self.writes[self._fn()][_kind(key)] += 1
+        elif model.name in ("PutItem", "UpdateItem", "DeleteItem"):
+            key = params.get("Key") or {"PK": params["Item"]["PK"], "SK": params["Item"]["SK"]}
+            self.plain_writes[self._fn()][_kind(key)] += 1
+
+    def _after(self, model: Any, parsed: dict[str, Any], **_: Any) -> None:
+        if not self.on:
+            return
+        if model.name == "GetItem" and parsed.get("Item"):
+            self.rru[self._fn()] += math.ceil(_size(parsed["Item"]) / 4096)
+        elif model.name == "GetItem":
+            self.rru[self._fn()] += 1
+        elif model.name == "BatchGetItem":
+            for items in parsed.get("Responses", {}).values():
+                self.rru[self._fn()] += sum(math.ceil(_size(i) / 4096) for i in items) or 1
+        elif model.name == "Query":
+            self.rru[self._fn()] += max(1, math.ceil(sum(_size(i) for i in parsed.get("Items", [])) / 4096))
+
+    def wru(self, sizes_kb: dict[str, float], functions: Any = None) -> float:
+        total = 0.0
+        for fn, kinds in self.writes.items():
+            if functions is None or fn in functions:
+                total += sum(2 * math.ceil(sizes_kb.get(k, 1.0)) * n for k, n in kinds.items())
+        for fn, kinds in self.plain_writes.items():
+            if functions is None or fn in functions:
+                total += sum(math.ceil(sizes_kb.get(k, 1.0)) * n for k, n in kinds.items())
+        return total
 
 
 class HandlerTimer:
@@ -94,6 +161,21 @@ def main() -> dict:
         timer = HandlerTimer(handlers)
         stack = InProcessStack("agents-core-bench-turns", handlers).start()
         counter = ThreadCounter(stack.store.client)
+        meter = UnitMeter(stack.store.client)
+        ws_messages = Counter()
+        original_message, original_post = stack.ws.message, stack.ws.post
+
+        def counted_message(connection_id: str, body: str) -> None:
+            if meter.on:
+                ws_messages["in"] += 1
+            original_message(connection_id, body)
+
+        def counted_post(connection_id: str, data: Any) -> bool:
+            if meter.on:
+                ws_messages["out"] += 1
+            return original_post(connection_id, data)
+
+        stack.ws.message, stack.ws.post = counted_message, counted_post
         key = create_key(stack.store, "bench")
         client = sdk(stack.http, key)
         stack.connect_runtime(create_runtime_token(stack.store, "bench"), ["scripted"], heartbeat_seconds=5)
@@ -127,6 +209,8 @@ def main() -> dict:
         time.sleep(0.5)
         counter.total.clear()
         counter.by_function.clear()
+        invocations_before = {name: len(v) for name, v in timer.samples.items()}
+        meter.on = True
         s = session("call f {}\nsay done")
         action = wait_for(lambda: client.beta.agents.sessions.retrieve(s.id).required_actions)[0]
         client.beta.agents.sessions.events.create(s.id, events=[{
@@ -134,7 +218,21 @@ def main() -> dict:
             "success": True, "output": "ok"}])
         wait_for(lambda: client.beta.agents.sessions.retrieve(s.id).status == "idle")
         time.sleep(0.5)  # let the stream consumer drain the last outbox records
+        meter.on = False
         lifecycle = {name: dict(c) for name, c in sorted(counter.by_function.items()) if name != "ReadsFunction"}
+        invocations = {name: len(v) - invocations_before.get(name, 0) for name, v in timer.samples.items()}
+        invocations = {k: v for k, v in invocations.items() if v and k != "ReadsFunction"}
+        sizes: dict[str, list[int]] = defaultdict(list)
+        for raw in stack.dynamodb.scan(TableName=stack.table)["Items"]:
+            sizes[_kind(raw)].append(_size(raw))
+        sizes_kb = {k: sum(v) / len(v) / 1024 for k, v in sizes.items()}
+        writers = [f for f in meter.writes if f != "ReadsFunction"] + [f for f in meter.plain_writes]
+        lifecycle_wru = meter.wru(sizes_kb, set(writers))
+        lifecycle_rru = sum(v for k, v in meter.rru.items() if k != "ReadsFunction")
+        marginal_wru = meter.wru(sizes_kb, {"ResultsFunction"}) + (
+            meter.wru(sizes_kb, {"RuntimeGatewayFunction"}) / max(1, invocations.get("RuntimeGatewayFunction", 1)))
+        marginal_rru = meter.rru["ResultsFunction"] + meter.rru["RuntimeGatewayFunction"] / max(
+            1, invocations.get("RuntimeGatewayFunction", 1))
         import boto3
         sfn = boto3.client("stepfunctions", region_name="us-east-1")
         arn = stack.state_machines["TurnStateMachine"]
@@ -159,6 +257,15 @@ def main() -> dict:
             round_trips.append(time.perf_counter() - t0)
             to_action.append(t1 - t0)
         handler_latency = {name: percentiles(samples) for name, samples in sorted(timer.samples.items()) if samples}
+        lambda_costing = {name: {"invocations": n, "p50_ms": handler_latency.get(name, {"p50_ms": 50.0})["p50_ms"]}
+                          for name, n in invocations.items()}
+        per = {name: v["p50_ms"] / 1000 * (0.25 if name in ("AuthorizerFunction", "WsConnectFunction",
+                                                              "WsDisconnectFunction", "ClientsFunction") else 0.5)
+               for name, v in lambda_costing.items()}
+        marginal = {"wru": marginal_wru, "rru": marginal_rru, "http_api_requests": 1, "websocket_messages": 2,
+                    "invocations": 3,
+                    "gb_seconds": per.get("ResultsFunction", 0) + per.get("RuntimeGatewayFunction", 0)
+                    + per.get("StreamFunction", 0)}
 
         # Fan-out of one event to N subscribed connections.
         fanout: dict[str, Any] = {}
@@ -187,7 +294,12 @@ def main() -> dict:
     return emit("turns", {
         "benchmark": "turns_results_fanout",
         "dynamodb_requests_per_batch": batches,
+        "tool_result_marginal": marginal,
         "turn_lifecycle_one_call": {"dynamodb_requests_by_function": lifecycle,
+                                    "request_units": {"wru": lifecycle_wru, "rru": lifecycle_rru},
+                                    "item_kb": {k: round(v, 2) for k, v in sizes_kb.items()},
+                                    "lambda": lambda_costing, "http_api_requests": 2,
+                                    "websocket_messages": ws_messages["in"] + ws_messages["out"],
                                     "dynamodb_total": sum(sum(c.values()) for c in lifecycle.values()),
                                     "step_functions_states_entered": states_entered},
         "call_round_trip_in_process": {**percentiles(round_trips), "to_required_action": percentiles(to_action)},

@@ -1,0 +1,80 @@
+"""The local stack as a user runs it (`python -m local` in its own process, a Runtime process):
+start-up time, HTTP round trip of a Session retrieve, and the end-to-end call round trip over real
+HTTP and WebSockets (message -> required action visible -> result -> Turn completed), p50/p95."""
+
+from __future__ import annotations
+
+try:
+    from bench.common import ROOT, emit, percentiles
+except ImportError:  # run as a script
+    from common import ROOT, emit, percentiles  # type: ignore[no-redef]
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+FN = {"type": "function", "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}
+
+
+def wait_for(predicate, timeout=30.0, interval=0.005):
+    end = time.time() + timeout
+    while time.time() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise TimeoutError
+
+
+def main() -> dict:
+    from openai import OpenAI
+
+    state = Path(tempfile.mkdtemp()) / "stack.json"
+    env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
+           "AGENTS_CORE_STATE_FILE": str(state), "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
+    t0 = time.perf_counter()
+    stack = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        info = wait_for(lambda: state.exists() and json.loads(state.read_text()), timeout=60)
+        startup = time.perf_counter() - t0
+        client = OpenAI(base_url=info["base_url"], api_key=info["api_key"], max_retries=0)
+        first = client.beta.agents.sessions.create(environment={"type": "none"}, input="say hi",
+                                                   agent={"model": "m", "tools": [FN]})
+        retrieves = []
+        for _ in range(50):
+            s = time.perf_counter()
+            client.beta.agents.sessions.retrieve(first.id)
+            retrieves.append(time.perf_counter() - s)
+        trips, to_action = [], []
+        for _ in range(20):
+            s = time.perf_counter()
+            session = client.beta.agents.sessions.create(environment={"type": "none"}, input="call f {}\nsay done",
+                                                         agent={"model": "m", "tools": [FN]})
+            action = wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions)[0]
+            to_action.append(time.perf_counter() - s)
+            client.beta.agents.sessions.events.create(session.id, events=[{
+                "type": "agent.session.input.tool_result", "turn_id": action.turn_id, "call_id": action.call_id,
+                "success": True, "output": "ok"}])
+            wait_for(lambda: client.beta.agents.sessions.turns.retrieve(action.turn_id, session_id=session.id).status
+                     == "completed")
+            trips.append(time.perf_counter() - s)
+    finally:
+        stack.send_signal(signal.SIGINT)
+        stack.wait(timeout=20)
+    return emit("local_stack", {
+        "benchmark": "local_stack_end_to_end",
+        "startup_seconds": round(startup, 2),
+        "session_retrieve_http": percentiles(retrieves),
+        "call_round_trip_http": {**percentiles(trips), "to_required_action": percentiles(to_action)},
+        "note": "python -m local in its own process, the reference Runtime in another; polling every 5 ms",
+    })
+
+
+if __name__ == "__main__":
+    main()
