@@ -7,7 +7,6 @@ WebSocket messages) and the public on-demand prices for us-east-1 below. Writes 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 

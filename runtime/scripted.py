@@ -230,6 +230,8 @@ class ScriptedRuntime:
         if kind == "runtime.welcome":
             self.welcomed.set()
         elif kind == "turn.start":
+            if message["turn_id"] in self.turns:
+                return  # a redelivered start (the Dispatch task retried): the Turn runs once
             runner = TurnRunner(message, self.send, self.heartbeat_seconds)
             self.turns[message["turn_id"]] = runner
             runner.start()

@@ -59,4 +59,4 @@ def test_error_types_derive_from_status_and_code():
     assert errors.NotFound().envelope()["error"]["type"] == "not_found_error"
     assert errors.IdempotencyConflict().envelope()["error"]["code"] == "idempotency_conflict"
     assert errors.Unauthorized("no").type == "invalid_request_error"
-    assert errors.Unavailable().status == 503
+    assert errors.Unavailable().status == 429 and errors.Unavailable().type == "invalid_request_error"

@@ -107,10 +107,12 @@ class ServerError(AgentsError):
         super().__init__(message)
 
 
-class Unavailable(ServerError):
-    """503: a dependency is throttled or busy; safe to retry."""
+class Unavailable(AgentsError):
+    """429: DynamoDB stayed throttled or contended after our own retries; nothing was written and
+    the request is safe to retry (the SDK retries 429 by itself)."""
 
-    status = 503
+    status = 429
+    default_code = "rate_limit_exceeded"
 
-    def __init__(self, message: str = "The service is temporarily busy; retry the request.") -> None:
-        AgentsError.__init__(self, message)
+    def __init__(self, message: str = "The service is busy right now; nothing was written. Retry the request.") -> None:
+        super().__init__(message)

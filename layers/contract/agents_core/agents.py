@@ -9,7 +9,7 @@ from agents_contract.errors import NotFound, Unavailable
 
 from .ids import new_id, now
 from .pagination import ListParams, page
-from .store import DynamoStore, TransactionConflict, agent_key
+from .store import Contention, DynamoStore, TransactionConflict, agent_key
 
 
 def _item(tenant: str, record: dict[str, Any], version: int) -> dict[str, Any]:
@@ -64,6 +64,8 @@ def update(store: DynamoStore, tenant: str, agent_id: str, body: Any) -> dict[st
         except TransactionConflict as conflict:
             if conflict.reasons and conflict.reasons[0] is None:
                 raise NotFound() from None
+            continue
+        except Contention:
             continue
         return resources.agent_resource(record)
     raise Unavailable()

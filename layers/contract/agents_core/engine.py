@@ -19,7 +19,7 @@ from agents_contract.parser import Snapshot
 
 from .ids import new_id, now
 from .settings import get_settings
-from .store import DynamoStore, TransactionConflict, item_sk, outbox_sk, session_key, session_pk
+from .store import Contention, DynamoStore, TransactionConflict, item_sk, outbox_sk, session_key, session_pk
 
 T = TypeVar("T")
 TERMINAL = ("completed", "failed", "cancelled")
@@ -247,7 +247,7 @@ def run(store: DynamoStore, tenant: str, session_id: str, work: Callable[[Draft]
         try:
             draft.commit()
             return result
-        except TransactionConflict:
+        except (TransactionConflict, Contention):
             item = None
             time.sleep(min(0.2, 0.005 * (2 ** min(attempt, 5))) * random.random())  # noqa: S311 - jitter
     raise Unavailable()

@@ -30,7 +30,8 @@ def json_response(status: int, body: Any, headers: Optional[dict[str, str]] = No
 
 
 def error_response(error: AgentsError) -> Response:
-    headers = {"x-should-retry": "false"} if 400 <= error.status < 500 else {}
+    # Deterministic rejections must not be retried by the SDK; a 429 (busy, nothing written) may be.
+    headers = {"x-should-retry": "false"} if 400 <= error.status < 500 and error.status != 429 else {}
     return json_response(error.status, error.envelope(), headers)
 
 
@@ -44,7 +45,7 @@ def new_app() -> APIGatewayHttpResolver:
 
     @app.exception_handler(AgentsError)
     def _domain(error: AgentsError) -> Response:
-        if error.status >= 500:
+        if error.status >= 500 or error.status == 429:
             logger.warning("dependency unavailable", extra={"code": error.code})
         return error_response(error)
 

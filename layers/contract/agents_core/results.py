@@ -19,7 +19,7 @@ from agents_contract.harnessconfig import declaration
 from . import engine
 from .ids import now
 from .settings import get_settings
-from .store import DynamoStore, TransactionConflict, session_key
+from .store import Contention, DynamoStore, TransactionConflict, session_key
 
 MAX_EVENTS = 64
 
@@ -68,7 +68,7 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
         try:
             draft.commit()
             return
-        except TransactionConflict:
+        except (TransactionConflict, Contention):
             time.sleep(min(0.2, 0.005 * (2 ** min(attempt, 5))) * random.random())  # noqa: S311 - jitter
     raise Unavailable()
 

@@ -170,10 +170,12 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
     """The Dispatch task: store the task token on the claimed Turn and send turn.start."""
     key = engine.turn_key(tenant, session_id, turn_id)
     item = store.get(key)
-    if item is None or not item.get("claimed_by"):
-        raise RuntimeError("Turn is not claimed")
-    tx = store.new_transaction().update(key, "SET task_token = :t", "attribute_exists(claimed_by)",
-                                        values={":t": task_token})
+    if item is None or not item.get("claimed_by") or item.get("status") in engine.TERMINAL:
+        raise RuntimeError("Turn is not claimed or already settled")  # the task fails; Settle is a no-op
+    tx = store.new_transaction().update(key, "SET task_token = :t",
+                                        "attribute_exists(claimed_by) AND NOT #st IN (:c, :f, :x)",
+                                        names={"#st": "status"},
+                                        values={":t": task_token, ":c": "completed", ":f": "failed", ":x": "cancelled"})
     store.transact(tx)
     messenger.post(item["claimed_by"], start_message(store, tenant, session_id, turn_id))
 

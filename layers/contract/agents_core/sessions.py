@@ -8,17 +8,18 @@ declaration ... before anything is written."
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional
 
 from agents_contract import admission, jsonutil, parser, resources
-from agents_contract.errors import InvalidRequest, NotFound
+from agents_contract.errors import InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
 from . import engine
 from .ids import new_id, now
 from .pagination import ListParams, page
 from .settings import get_settings
-from .store import DynamoStore, TransactionConflict, agent_key, item_sk, outbox_sk, session_key, session_pk
+from .store import Contention, DynamoStore, TransactionConflict, agent_key, item_sk, outbox_sk, session_key, session_pk
 
 IMMUTABLE = "The Session configuration is immutable; only metadata can be updated."
 
@@ -104,10 +105,16 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     draft.flush_items()
     tx.entries += draft.tx.entries
     tx.put(outbox_item(tenant, session_id, 1, draft.events, draft.commands))
-    try:
-        store.transact(tx)
-    except TransactionConflict:
-        raise NotFound() from None  # the saved Agent was deleted meanwhile
+    for attempt in range(5):
+        try:
+            store.transact(tx)
+            break
+        except TransactionConflict:
+            raise NotFound() from None  # the saved Agent was deleted meanwhile
+        except Contention:
+            if attempt == 4:
+                raise Unavailable() from None
+            time.sleep(0.02 * (2 ** attempt))
     return session_view(item)
 
 

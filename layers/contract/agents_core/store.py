@@ -142,6 +142,10 @@ class TransactionConflict(Exception):
         self.codes = codes
 
 
+class Contention(Exception):
+    """DynamoDB refused the write for load (throttling, a conflicting transaction): retry it."""
+
+
 class Store(Protocol):
     def get(self, key: dict[str, str], consistent: bool = True) -> Optional[dict[str, Any]]: ...
     def transact(self, tx: Transaction) -> None: ...
@@ -211,7 +215,9 @@ class DynamoStore:
                     ) from exc
                 if any(c in ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
                        for c in codes):
-                    raise Unavailable() from exc
+                    raise Contention(codes) from exc
+            if error.get("Code") in _THROTTLES:
+                raise Contention(error.get("Code")) from exc
             raise _domain(exc) from exc
 
     def query(self, *, pk: str, sk_prefix: Optional[str] = None, index: Optional[str] = None,
