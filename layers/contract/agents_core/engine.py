@@ -235,7 +235,7 @@ class Draft:
 
 
 def run(store: DynamoStore, tenant: str, session_id: str, work: Callable[[Draft], T], *,
-        item: Optional[dict[str, Any]] = None, attempts: int = 30) -> T:
+        item: Optional[dict[str, Any]] = None, attempts: int = 50) -> T:
     """Read the Session, let `work` decide, commit; on a lost race re-read and decide again."""
     for attempt in range(attempts):
         if item is None:
@@ -249,7 +249,7 @@ def run(store: DynamoStore, tenant: str, session_id: str, work: Callable[[Draft]
             return result
         except (TransactionConflict, Contention):
             item = None
-            time.sleep(min(0.2, 0.005 * (2 ** min(attempt, 5))) * random.random())  # noqa: S311 - jitter
+            time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter
     raise Unavailable()
 
 

@@ -41,7 +41,7 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
         raise InvalidRequest("The Idempotency-Key header must be 1 to 255 characters.", param="Idempotency-Key")
     batch_digest = jsonutil.digest(body["events"])
     call_ids = list(dict.fromkeys(e.call_id for e in batch.events if isinstance(e, wire.ToolResultEvent)))
-    for attempt in range(30):
+    for attempt in range(50):
         keys = [session_key(tenant, session_id)]
         keys += [engine.call_key(tenant, session_id, c) for c in call_ids]
         if idempotency_key:
@@ -69,7 +69,7 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
             draft.commit()
             return
         except (TransactionConflict, Contention):
-            time.sleep(min(0.2, 0.005 * (2 ** min(attempt, 5))) * random.random())  # noqa: S311 - jitter
+            time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter
     raise Unavailable()
 
 
