@@ -80,3 +80,9 @@ def aws_client(info: dict, service: str):
 
     return boto3.client(service, endpoint_url=info["moto_endpoint"], region_name="us-east-1",
                         aws_access_key_id="local", aws_secret_access_key="local")  # noqa: S106
+
+
+@pytest.fixture
+def runtime(runtime_process):
+    """The Runtime process serving scripted, codex and claude_code for the session's flows."""
+    return runtime_process

@@ -86,7 +86,7 @@ def conflict(call, message, status=409):
     return err.value
 
 
-def test_identical_retry_before_and_after_the_turn_ends_and_different_result(client, runtime, stack):
+def test_identical_retry_before_and_after_the_turn_ends_and_different_result(client, runtime):
     session = session_with(client, "call get_weather {}\nsay done")
     action = pending(client, session.id)
     submit = client.beta.agents.sessions.events.create
@@ -114,7 +114,7 @@ def test_unknown_call_and_other_turn_leave_the_action_unchanged(client, runtime)
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
 
 
-def test_mixed_batch_is_rejected_whole(client, runtime, stack):
+def test_mixed_batch_is_rejected_whole(client, runtime):
     session = session_with(client, "call get_weather {}\ncall get_weather {}\nsay done")
     first = pending(client, session.id)
     before = client.beta.agents.sessions.retrieve(session.id)
