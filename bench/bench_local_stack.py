@@ -21,18 +21,12 @@ from pathlib import Path
 FN = {"type": "function", "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}
 
 
-def wait_for(predicate, timeout=30.0, interval=0.005):
-    end = time.time() + timeout
-    while time.time() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError
 
 
 def main() -> dict:
     from openai import OpenAI
+
+    from local.inprocess import wait_for
 
     state = Path(tempfile.mkdtemp()) / "stack.json"
     env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
@@ -41,7 +35,7 @@ def main() -> dict:
     stack = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
-        info = wait_for(lambda: state.exists() and json.loads(state.read_text()), timeout=60)
+        info = wait_for(lambda: state.exists() and json.loads(state.read_text()), timeout=60, interval=0.005)
         startup = time.perf_counter() - t0
         client = OpenAI(base_url=info["base_url"], api_key=info["api_key"], max_retries=0)
         first = client.beta.agents.sessions.create(environment={"type": "none"}, input="say hi",
@@ -56,13 +50,14 @@ def main() -> dict:
             s = time.perf_counter()
             session = client.beta.agents.sessions.create(environment={"type": "none"}, input="call f {}\nsay done",
                                                          agent={"model": "m", "tools": [FN]})
-            action = wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions)[0]
+            action = wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions,
+                              interval=0.005)[0]
             to_action.append(time.perf_counter() - s)
             client.beta.agents.sessions.events.create(session.id, events=[{
                 "type": "agent.session.input.tool_result", "turn_id": action.turn_id, "call_id": action.call_id,
                 "success": True, "output": "ok"}])
             wait_for(lambda: client.beta.agents.sessions.turns.retrieve(action.turn_id, session_id=session.id).status
-                     == "completed")
+                     == "completed", interval=0.005)
             trips.append(time.perf_counter() - s)
     finally:
         stack.send_signal(signal.SIGINT)

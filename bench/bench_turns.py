@@ -134,14 +134,6 @@ class HandlerTimer:
         return timed
 
 
-def wait_for(predicate: Any, timeout: float = 30.0) -> Any:
-    end = time.time() + timeout
-    while time.time() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.01)
-    raise TimeoutError
 
 
 def main() -> dict:
@@ -152,7 +144,7 @@ def main() -> dict:
     from agents_core.aws import default_messenger
     from agents_core.runtimes import create_runtime_token
     from local import apigw
-    from local.inprocess import InProcessStack
+    from local.inprocess import InProcessStack, wait_for
     from local.lambdas import MOTO_CONFIG
     from tests.integration.conftest import sdk
     os.environ["HEARTBEAT_SECONDS"] = "10"

@@ -10,6 +10,7 @@ import openai
 import pytest
 from openai import OpenAI
 
+from local.inprocess import wait_for
 from tests.e2e.conftest import HEARTBEAT, ROOT, aws_client, start_runtime
 
 pytestmark = pytest.mark.e2e
@@ -17,14 +18,6 @@ FN = {"type": "function", "name": "get_weather", "description": "Weather for a c
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
 
 
-def wait_for(predicate, timeout=20.0):
-    end = time.time() + timeout
-    while time.time() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("timed out")
 
 
 def create(client, script, harness="scripted"):

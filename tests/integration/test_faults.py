@@ -7,36 +7,13 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
-from moto import mock_aws
 
-from agents_core.apikeys import create_key
 from agents_core.aws import Workflow
 from agents_core.engine import call_key
-from agents_core.runtimes import create_runtime_token
 from local.apigw import LambdaContext
-from local.inprocess import InProcessStack, wait_for
-from local.lambdas import MOTO_CONFIG
-from tests.integration.conftest import sdk
+from local.inprocess import wait_for
+from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
 from tests.integration.test_turns import pending, result, session_with, turn_status
-
-
-@pytest.fixture
-def stack(monkeypatch):
-    monkeypatch.setenv("HEARTBEAT_SECONDS", "5")
-    with mock_aws(config=MOTO_CONFIG):
-        s = InProcessStack("agents-core-faults").start()
-        yield s
-        s.stop()
-
-
-@pytest.fixture
-def client(stack):
-    return sdk(stack.http, create_key(stack.store, "tenant-a"))
-
-
-@pytest.fixture
-def runtime(stack):
-    return stack.connect_runtime(create_runtime_token(stack.store, "r"), ["scripted"])
 
 
 def scan(stack):

@@ -4,7 +4,6 @@ cleanup, no replay on reconnect, and no duplicates when a stream batch is redeli
 import json
 
 import pytest
-from moto import mock_aws
 from openai.types.beta.agent_session_event import AgentSessionEvent
 from pydantic import TypeAdapter
 
@@ -13,20 +12,11 @@ from agents_core.apikeys import create_key
 from agents_core.aws import default_messenger, default_workflow
 from agents_core.runtimes import create_runtime_token
 from agents_core.store import session_pk
-from local.inprocess import InProcessStack, wait_for
-from local.lambdas import MOTO_CONFIG
+from local.inprocess import wait_for
 from tests.integration.conftest import sdk
+from tests.integration.stack_fixtures import stack  # noqa: F401 - fixtures
 
 EVENT = TypeAdapter(AgentSessionEvent)
-
-
-@pytest.fixture
-def stack(monkeypatch):
-    monkeypatch.setenv("HEARTBEAT_SECONDS", "5")
-    with mock_aws(config=MOTO_CONFIG):
-        s = InProcessStack("agents-core-live").start()
-        yield s
-        s.stop()
 
 
 @pytest.fixture

@@ -2,32 +2,10 @@
 poller delivering outbox records, and the reference scripted Runtime over the WebSocket gateway."""
 
 import pytest
-from moto import mock_aws
 
-from agents_core.apikeys import create_key
 from agents_core.runtimes import create_runtime_token
-from local.inprocess import InProcessStack, wait_for
-from local.lambdas import MOTO_CONFIG
-from tests.integration.conftest import sdk
-
-
-@pytest.fixture
-def stack(monkeypatch):
-    monkeypatch.setenv("HEARTBEAT_SECONDS", "2")
-    with mock_aws(config=MOTO_CONFIG):
-        s = InProcessStack("agents-core-turns").start()
-        yield s
-        s.stop()
-
-
-@pytest.fixture
-def client(stack):
-    return sdk(stack.http, create_key(stack.store, "tenant-a"))
-
-
-@pytest.fixture
-def runtime(stack):
-    return stack.connect_runtime(create_runtime_token(stack.store, "test"), ["scripted", "codex", "claude_code"])
+from local.inprocess import wait_for
+from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
 
 
 def session_with(client, script, **kwargs):
