@@ -117,3 +117,11 @@ def test_snapshot_json_round_trip_is_stable():
     snapshot = resolve(session_body([fn(), {"type": "web_search", "location": {}}, http_mcp()]))
     again = parser.Snapshot.from_json(snapshot.to_json())
     assert again == snapshot and json.loads(again.to_json()) == json.loads(snapshot.to_json())
+
+
+def test_functions_copied_from_the_body_equal_the_field_by_field_resolution():
+    from agents_contract import wire
+    raw = [fn("a"), fn("b", defer_loading=True), {**fn("c"), "async": True}, {"type": "web_search"}]
+    tools = parser.tools_from_config(raw)
+    assert parser.resolve_tools(tools, "none", raw) == [parser.resolve_tool(t, "none") for t in tools]
+    assert all(isinstance(t, wire.FunctionTool) for t in tools[:3])

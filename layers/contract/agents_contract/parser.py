@@ -233,6 +233,24 @@ def resolve_tool(tool: wire.AnyTool, placement: Optional[str] = None) -> dict[st
     }
 
 
+def resolve_tools(tools: Sequence[wire.AnyTool], placement: Optional[str],
+                  raw: Optional[list[Any]] = None) -> list[dict[str, Any]]:
+    """All tools resolved; a function validated from `raw` (the request as sent) is copied from it
+    with only its one default added, which is what resolve_tool would build field by field."""
+    if raw is None or len(raw) != len(tools):
+        return [resolve_tool(t, placement) for t in tools]
+    out = []
+    function = wire.FunctionTool
+    for tool, sent in zip(tools, raw):
+        if type(tool) is function and isinstance(sent, dict):
+            copy = dict(sent)
+            copy.setdefault("defer_loading", False)
+            out.append(copy)
+        else:
+            out.append(resolve_tool(tool, placement))
+    return out
+
+
 def resolve_text(raw: Any) -> dict[str, Any]:
     raw = raw or {}
     fmt = raw.get("format") or {"type": "text"}
