@@ -39,7 +39,7 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
         raise InvalidRequest(f"A batch holds at most {MAX_EVENTS} events.", param="events")
     if idempotency_key is not None and not 1 <= len(idempotency_key) <= 255:
         raise InvalidRequest("The Idempotency-Key header must be 1 to 255 characters.", param="Idempotency-Key")
-    batch_digest = jsonutil.digest(body["events"])
+    batch_digest = jsonutil.digest(body["events"]) if idempotency_key else ""
     call_ids = list(dict.fromkeys(e.call_id for e in batch.events if isinstance(e, wire.ToolResultEvent)))
     for attempt in range(50):
         keys = [session_key(tenant, session_id)]
