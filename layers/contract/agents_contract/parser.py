@@ -8,6 +8,7 @@ overrides into the snapshot and then admits it against the selected Harness (`ad
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
@@ -163,13 +164,15 @@ def merge_config(saved: dict[str, Any], update: dict[str, Any]) -> dict[str, Any
     return merged
 
 
-_INLINE_TOOLS = TypeAdapter(list[wire.InlineTool])
+@lru_cache(maxsize=1)
+def _inline_tools() -> TypeAdapter[list[Any]]:
+    return TypeAdapter(list[wire.InlineTool])  # built on first use, not at import (cold start)
 
 
 def tools_from_config(raw: Optional[list[dict[str, Any]]]) -> list[wire.AnyTool]:
     if not raw:
         return []
-    return list(_INLINE_TOOLS.validate_python(raw))
+    return list(_inline_tools().validate_python(raw))
 
 
 # ---- resolved shapes --------------------------------------------------------------------------
@@ -241,7 +244,7 @@ def resolve_tools(tools: Sequence[wire.AnyTool], placement: Optional[str],
         return [resolve_tool(t, placement) for t in tools]
     out = []
     function = wire.FunctionTool
-    for tool, sent in zip(tools, raw):
+    for tool, sent in zip(tools, raw, strict=True):
         if type(tool) is function and isinstance(sent, dict):
             copy = dict(sent)
             copy.setdefault("defer_loading", False)

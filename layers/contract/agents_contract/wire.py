@@ -37,7 +37,8 @@ JSONObject = dict[str, Any]
 
 
 class Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, arbitrary_types_allowed=True)
+    # defer_build: each handler pays, on first use, only for the models it validates (cold start).
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, arbitrary_types_allowed=True, defer_build=True)
 
     def given(self, name: str) -> bool:
         """Whether the caller sent this member (null included)."""
