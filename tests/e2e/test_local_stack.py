@@ -42,25 +42,47 @@ def test_call_round_trip_over_http_with_the_state_machine_from_the_template(clie
     assert entered == ["Dispatch", "Settle"]  # waitForTaskToken completed by SendTaskSuccess
 
 
-def test_runtime_killed_mid_turn_heartbeat_timeout_is_caught(client, local_stack):
+def _states_entered(local_stack, turn_id):
+    sfn = aws_client(local_stack, "stepfunctions")
+    execution = [e for e in sfn.list_executions(stateMachineArn=local_stack["state_machine_arn"])["executions"]
+                 if e["name"] == turn_id][0]
+    history = sfn.get_execution_history(executionArn=execution["executionArn"])["events"]
+    return [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e], history
+
+
+def test_a_hung_runtime_heartbeat_timeout_is_caught(client, local_stack):
+    import signal
+    hung = start_runtime(local_stack, ["minimax_code"])
+    try:
+        session = create(client, "call get_weather {}\nsay never", harness="minimax_code")
+        action = wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions)[0]
+        hung.send_signal(signal.SIGSTOP)  # the process hangs: its socket stays open, heartbeats stop
+        stopped = time.time()
+        wait_for(lambda: client.beta.agents.sessions.turns.retrieve(action.turn_id, session_id=session.id).status
+                 == "failed", timeout=HEARTBEAT + 10)
+        assert HEARTBEAT - 1 < time.time() - stopped < HEARTBEAT + 5
+    finally:
+        hung.kill()
+    entered, history = _states_entered(local_stack, action.turn_id)
+    assert entered == ["Dispatch", "SettleLost"]
+    assert any(e["type"] == "TaskTimedOut" or "Timeout" in json.dumps(e, default=str) for e in history)
+    assert client.beta.agents.sessions.retrieve(session.id).required_actions == []
+
+
+def test_runtime_killed_mid_turn_fails_at_once(client, local_stack):
     doomed = start_runtime(local_stack, ["minimax_code"])
     try:
         session = create(client, "call get_weather {}\nsay never", harness="minimax_code")
         action = wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions)[0]
-        doomed.kill()
+        doomed.kill()  # the socket closes: $disconnect fails the claimed Turn
         killed = time.time()
         wait_for(lambda: client.beta.agents.sessions.turns.retrieve(action.turn_id, session_id=session.id).status
                  == "failed", timeout=HEARTBEAT + 10)
-        assert time.time() - killed < HEARTBEAT + 5
+        assert time.time() - killed < HEARTBEAT
     finally:
         doomed.kill()
-    sfn = aws_client(local_stack, "stepfunctions")
-    execution = [e for e in sfn.list_executions(stateMachineArn=local_stack["state_machine_arn"])["executions"]
-                 if e["name"] == action.turn_id][0]
-    history = sfn.get_execution_history(executionArn=execution["executionArn"])["events"]
-    entered = [e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e]
+    entered, _ = _states_entered(local_stack, action.turn_id)
     assert entered == ["Dispatch", "SettleLost"]
-    assert client.beta.agents.sessions.retrieve(session.id).required_actions == []
 
 
 def test_second_tenant_key_from_the_cli_is_isolated(client, local_stack):

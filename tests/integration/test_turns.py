@@ -210,18 +210,33 @@ def test_a_runtime_without_the_capability_is_not_eligible(client, stack):
     assert turn_status(client, session.id, turn_id) == "queued"
 
 
-def test_runtime_killed_mid_turn_fails_within_the_heartbeat_bound(client, runtime):
+def test_runtime_killed_mid_turn_fails_at_once_without_replay(client, runtime):
+    """The socket closes: $disconnect fails the Turns the connection claimed (no heartbeat wait)."""
     import time
     session = session_with(client, "call get_weather {}\nsay never")
     action = pending(client, session.id)
     killed_at = time.time()
     runtime.kill()
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "failed", timeout=20)
-    elapsed = time.time() - killed_at
-    assert elapsed < 2 + 3  # HEARTBEAT_SECONDS=2, plus the settle path
+    assert time.time() - killed_at < 2  # HEARTBEAT_SECONDS=2: well inside it
     final = client.beta.agents.sessions.retrieve(session.id)
     assert final.status == "failed" and final.required_actions == []
     assert len(client.beta.agents.sessions.turns.list(session.id).data) == 1  # no replay
+
+
+def test_a_hung_runtime_fails_the_turn_within_the_heartbeat_bound(client, runtime):
+    """The socket stays open but heartbeats stop: the heartbeat timeout is caught (SettleLost)."""
+    import time
+    session = session_with(client, "call get_weather {}\nsay never")
+    action = pending(client, session.id)
+    for runner in runtime.runtime.turns.values():
+        runner.done.set()  # the process hangs: no more heartbeats, no more messages
+        runner.send_raw = lambda message: None
+    hung_at = time.time()
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "failed", timeout=20)
+    elapsed = time.time() - hung_at
+    assert 1.5 < elapsed < 2 + 3  # HEARTBEAT_SECONDS=2, plus the settle path
+    assert client.beta.agents.sessions.retrieve(session.id).required_actions == []
 
 
 def test_forty_concurrent_submissions_store_exactly_one_result(client, runtime, stack):

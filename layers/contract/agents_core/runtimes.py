@@ -121,6 +121,9 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
             return None
         chosen = candidates[0]
         turn.set(status="in_progress", started_at=now(), claimed_by=chosen)
+        # The connection remembers what it claimed, so losing it fails those Turns at once.
+        draft.tx.put({**conn_key(chosen, f"CLAIM#{turn_id}"), "kind": "claim", "tenant": tenant,
+                      "session_id": session_id, "turn_id": turn_id, "ttl": now() + 2 * 3600})
         draft.active_turn = {**(draft.active_turn or {}), "id": turn_id, "status": "in_progress",
                              "claimed_by": chosen}
         draft.emit_turn("agent.session.turn.in_progress", turn)
@@ -401,6 +404,19 @@ def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outco
     except NotFound:
         return "missing"  # the Session was deleted: nothing left to settle
     return result["status"]
+
+
+def fail_claimed_turns(store: DynamoStore, workflow: Workflow, connection_id: str) -> int:
+    """A Runtime's connection closed: fail the Turns it claimed now rather than at the heartbeat
+    bound (their executions catch the task failure and settle them as failed, without replay)."""
+    failed = 0
+    claims = store.query(pk=f"CONN#{connection_id}", sk_prefix="CLAIM#", limit=1000, consistent=True).items
+    for claim in claims:
+        turn = store.get(engine.turn_key(claim["tenant"], claim["session_id"], claim["turn_id"]))
+        if turn and turn.get("task_token") and turn.get("status") not in engine.TERMINAL:
+            if workflow.fail(turn["task_token"], "RuntimeLost", "The Runtime's connection closed."):
+                failed += 1
+    return failed
 
 
 def post_safely(messenger: Messenger, store: DynamoStore, connection_id: str, message: Any) -> bool:
