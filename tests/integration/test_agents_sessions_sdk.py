@@ -163,3 +163,19 @@ def test_unknown_route_is_404(gateway, keys):
 
 def test_sdk_uses_httpx2_transport():
     assert hasattr(httpx2, "BaseTransport")
+
+
+def test_metadata_filter_pages_stay_full(client):
+    ids = []
+    for i in range(6):
+        s = client.beta.agents.sessions.create(environment={"type": "none"}, input="x", agent={"model": "m"},
+                                               metadata={"team": "a" if i % 2 else "b", "n": str(i)})
+        ids.append((s.id, i % 2))
+    first = client.beta.agents.sessions.list(metadata={"team": "a"}, limit=2, order="asc")
+    assert [s.metadata["team"] for s in first.data] == ["a", "a"] and first.has_more
+    everything = [s.id for s in client.beta.agents.sessions.list(metadata={"team": "a"}, limit=2, order="asc")]
+    assert everything == [sid for sid, odd in ids if odd]
+    both = client.beta.agents.sessions.list(metadata={"team": "a", "n": "3"}).data
+    assert [s.metadata["n"] for s in both] == ["3"]
+    updated = client.beta.agents.sessions.update(ids[0][0], metadata={"team": "a"})
+    assert updated.id in [s.id for s in client.beta.agents.sessions.list(metadata={"team": "a"}, limit=100).data]

@@ -86,7 +86,8 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
         **session_key(tenant, session_id), "GSI1PK": f"T#{tenant}#SESSIONS", "GSI1SK": session_id,
         "kind": "session", "id": session_id, "tenant": tenant, "agent_id": agent_id,
         "created_at": ts, "last_active_at": ts, "status": "idle",
-        "metadata": jsonutil.dumps(body.get("metadata") or {}), "required_actions": "[]", "active_turn": "null",
+        "metadata": jsonutil.dumps(body.get("metadata") or {}), "meta": dict(body.get("metadata") or {}),
+        "required_actions": "[]", "active_turn": "null",
         "snapshot": snapshot.to_json(), "review": request.review,
         "prompt_cache_options": jsonutil.dumps(body["prompt_cache_options"]) if body.get("prompt_cache_options")
         else None,
@@ -141,7 +142,8 @@ def update(store: DynamoStore, tenant: str, session_id: str, body: Any) -> dict[
         return retrieve(store, tenant, session_id)
     metadata = jsonutil.dumps(request.metadata or {})
     tx = store.new_transaction().update(
-        session_key(tenant, session_id), "SET metadata = :m", "attribute_exists(PK)", values={":m": metadata},
+        session_key(tenant, session_id), "SET metadata = :m, meta = :map", "attribute_exists(PK)",
+        values={":m": metadata, ":map": dict(request.metadata or {})},
     )
     try:
         store.transact(tx)
@@ -165,14 +167,15 @@ def list_page(store: DynamoStore, tenant: str, params: ListParams, query: dict[s
         values[":agent"] = query["agent_id"]
     wanted = {k[len("metadata["):-1]: v for k, v in query.items() if k.startswith("metadata[") and k.endswith("]")}
     parser.check_metadata(wanted or None)
+    for i, (key, value) in enumerate(sorted(wanted.items())):
+        # `meta` mirrors the metadata as a map, so the filter runs inside the query and pages stay full.
+        filters.append(f"meta.#m{i} = :m{i}")
+        names[f"#m{i}"] = key
+        values[f":m{i}"] = value
     result = store.query(pk=f"T#{tenant}#SESSIONS", index="GSI1", after=params.after, limit=params.limit,
                          ascending=params.ascending, filter_expression=" AND ".join(filters) or None,
                          names=names or None, values=values or None)
     items = result.items
-    if wanted:
-        # Metadata is stored as one JSON document; match pairs after the key condition.
-        items = [i for i in items if all(jsonutil.loads(i.get("metadata") or "{}").get(k) == v
-                                         for k, v in wanted.items())]
     return page([session_view(i) for i in items], result.has_more)
 
 
