@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import template
-
-Handler = Callable[[dict[str, Any], Any], Any]
+from .apigw import Handler
 
 
 def matches(pattern: Any, value: Any) -> bool:

@@ -7,7 +7,6 @@ official protocol messages (see `validation.py`). Field presence is kept by pyda
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
@@ -378,5 +377,3 @@ InputEvent = Annotated[
 class EventBatch(Wire):
     events: list[InputEvent] = Field(min_length=1)
 
-
-NumberLike = Union[int, Decimal]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any, Optional
+from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
@@ -97,6 +97,3 @@ def default_workflow() -> Workflow:
     return Workflow(boto3.client("stepfunctions", endpoint_url=settings.stepfunctions_endpoint_url,
                                  region_name=settings.aws_region), settings.state_machine_arn or "")
 
-
-def optional(value: Optional[str]) -> Optional[str]:
-    return value or None

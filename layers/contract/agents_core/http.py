@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
 from typing import Any, Optional
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
@@ -107,5 +106,3 @@ def entrypoint(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any)
     logger.append_keys(request_id=event.get("requestContext", {}).get("requestId"))
     return app.resolve(event, context)
 
-
-Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

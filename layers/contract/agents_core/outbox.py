@@ -6,8 +6,7 @@ owning Runtime) are idempotent, so a redelivered stream batch repeats none of th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Optional
+from typing import Any
 
 from agents_contract import jsonutil
 
@@ -15,19 +14,13 @@ from . import live, runtimes
 from .aws import Messenger, Workflow
 from .store import DynamoStore
 
-EventSink = Callable[[str, str, int, list[dict[str, Any]]], None]
 
-
-def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, workflow: Workflow,
-            fanout: Optional[EventSink] = None) -> None:
+def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, workflow: Workflow) -> None:
     """image: the NEW_IMAGE of an OUT# record (plain Python values)."""
     tenant, session_id, seq = image["tenant"], image["session_id"], int(image["seq"])
     events = jsonutil.loads(image.get("events") or "[]")
     if events:
-        if fanout is not None:
-            fanout(tenant, session_id, seq, events)
-        else:
-            live.fanout(store, messenger, tenant, session_id, seq, events)
+        live.fanout(store, messenger, tenant, session_id, seq, events)
     for command in jsonutil.loads(image.get("commands") or "[]"):
         kind = command["type"]
         if kind == "dispatch":

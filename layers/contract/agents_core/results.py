@@ -12,7 +12,7 @@ import random
 import time
 from typing import Any, Optional
 
-from agents_contract import decisions, jsonutil, resources, validation, wire
+from agents_contract import decisions, jsonutil, validation, wire
 from agents_contract.errors import IdempotencyConflict, InvalidRequest, NotFound, Unavailable, UnsupportedConfiguration
 from agents_contract.harnessconfig import declaration
 
@@ -157,7 +157,3 @@ def _cancel(draft: engine.Draft) -> None:
     engine.deliver(draft, turn, {"type": "turn.cancel"})
     draft.dirty = True
 
-
-def result_item(call: dict[str, Any], position: int) -> dict[str, Any]:
-    sent = jsonutil.loads(call["result"]) if call.get("result") else {}
-    return resources.function_call_output_item(engine.item_public_id(position), call["turn_id"], call["call_id"], sent)

@@ -132,7 +132,9 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
 
     claimed = engine.run(store, tenant, session_id, work)
     if claimed:
-        workflow.start(tenant, session_id, turn_id)  # idempotent (execution name = Turn id)
+        # Start now for latency; the claim's outbox command starts it again if this process dies
+        # between the claim and the start. Both are idempotent (execution name = Turn id).
+        workflow.start(tenant, session_id, turn_id)
     return claimed
 
 

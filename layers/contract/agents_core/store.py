@@ -9,17 +9,15 @@ AWS errors become domain errors here.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Optional, Protocol
+from typing import Any, Optional
 
 import boto3
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from agents_contract import jsonutil
 from agents_contract.errors import AgentsError, Conflict, InvalidRequest, NotFound, ServerError, Unavailable
 
 from .observability import logger
@@ -144,12 +142,6 @@ class TransactionConflict(Exception):
 
 class Contention(Exception):
     """DynamoDB refused the write for load (throttling, a conflicting transaction): retry it."""
-
-
-class Store(Protocol):
-    def get(self, key: dict[str, str], consistent: bool = True) -> Optional[dict[str, Any]]: ...
-    def transact(self, tx: Transaction) -> None: ...
-    def new_transaction(self) -> Transaction: ...
 
 
 class DynamoStore:
@@ -330,21 +322,6 @@ def _domain(exc: ClientError) -> AgentsError:
         return NotFound()
     logger.error("DynamoDB error", extra={"aws_error_code": code, "aws_error": str(exc)[:300]})
     return ServerError()
-
-
-def decode_json(value: Optional[str], default: Any = None) -> Any:
-    return jsonutil.loads(value) if value else default
-
-
-def batch(iterable: Iterable[Any], size: int) -> Iterable[list[Any]]:
-    chunk: list[Any] = []
-    for x in iterable:
-        chunk.append(x)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def dynamodb_client(endpoint_url: Optional[str] = None, region: Optional[str] = None) -> Any:
