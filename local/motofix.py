@@ -3,13 +3,17 @@ here runs in AWS):
 
 1. Serializable operations. moto's backend takes no lock, so concurrent requests (threads of the
    local servers) can interleave inside a transaction. Every backend operation runs under one lock.
-2. TransactWriteItems checks every condition before applying anything, as DynamoDB does. moto
-   applies entries one by one and, on a failed condition, restores deep copies of whole tables
-   (once per entry), which costs O(table size) per transaction and re-emits nothing consistently.
+2. TransactWriteItems is all or nothing, with DynamoDB's rules: every condition is checked and
+   every entry's new item is computed (and validated) before anything is applied; an item may hold
+   at most 400 KB (its *new* size: moto counts old plus new on updates) and the request at most
+   4 MB and 100 entries. moto applies entries one by one, restores deep copies of whole tables on
+   a condition failure (O(table size) per transaction) and leaves partial writes behind when an
+   entry fails validation midway.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
 from typing import Any
@@ -17,24 +21,65 @@ from typing import Any
 LOCK = threading.RLock()
 _installed = False
 
+ITEM_LIMIT = 400 * 1024
+TRANSACTION_LIMIT = 4 * 1024 * 1024
+
 _LOCKED = ("get_item", "put_item", "update_item", "delete_item", "query", "scan", "batch_get_item",
            "batch_write_item", "create_table", "delete_table", "describe_table", "update_time_to_live")
+
+
+def _updated(table: Any, current: Any, hash_value: Any, range_value: Any, op: dict[str, Any]) -> Any:
+    """The item an Update entry would leave, computed on a copy (the stored item is untouched)."""
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.dynamodb.parsing.executors import UpdateExpressionExecutor
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+    from moto.dynamodb.parsing.validators import UpdateExpressionValidator
+
+    expression = op["UpdateExpression"]
+    names = op.get("ExpressionAttributeNames")
+    values = op.get("ExpressionAttributeValues")
+    ast = UpdateExpressionParser.make(expression)
+    if current is None:
+        item = Item(hash_value, range_value, {table.hash_key_attr: {hash_value.type: hash_value.value}})
+        if range_value is not None:
+            dict.__setitem__(item.attrs, table.range_key_attr, range_value)
+    else:
+        item = copy.deepcopy(current)
+    plain: dict[str, Any] = dict(item.attrs)  # no moto "old + new" size accounting while updating
+    item.attrs = plain  # type: ignore[assignment]
+    validated = UpdateExpressionValidator(ast, expression_attribute_names=names, expression_attribute_values=values,
+                                          item=item, table=table).validate()
+    validated.normalize()
+    UpdateExpressionExecutor(validated, item, names).execute()
+    return item
+
+
+def _check_size(item: Any) -> int:
+    from moto.dynamodb.exceptions import MockValidationException
+
+    size = item.size()
+    if size > ITEM_LIMIT:
+        raise MockValidationException("Item size has exceeded the maximum allowed size")
+    return size
 
 
 def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
     from moto.dynamodb.comparisons import get_filter_expression
     from moto.dynamodb.exceptions import (
+        MockValidationException,
         MultipleTransactionsException,
         TooManyTransactionsException,
         TransactionCanceledException,
     )
+    from moto.dynamodb.models.dynamo_type import DynamoType, Item
 
     with LOCK:
         if len(transact_items) > 100:
             raise TooManyTransactionsException()
         seen: set[tuple[str, str]] = set()
-        plan: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = []
+        plan: list[tuple[str, Any, Any, Any, Any]] = []  # (op, table, hash, range, new item or None)
         errors: list[Any] = []
+        total = 0
         for entry in transact_items:
             op_type, op = next(iter(entry.items()))
             table_name = op["TableName"]
@@ -50,7 +95,8 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
             if marker in seen:
                 raise MultipleTransactionsException()
             seen.add(marker)
-            current = self.get_item(table_name, key)
+            hash_value, range_value = self.get_keys_value(table, key)
+            current = table.get_item(hash_value, range_value)
             condition = op.get("ConditionExpression")
             if condition is not None:
                 check = get_filter_expression(condition, op.get("ExpressionAttributeNames"),
@@ -62,18 +108,39 @@ def _transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> No
                     errors.append(("ConditionalCheckFailed", "The conditional request failed", old))
                     continue
             errors.append((None, None, None))
-            plan.append((op_type, table_name, key, op))
+            new: Any = None
+            if op_type == "Put":
+                table._validate_item_types(op["Item"])
+                table._validate_key_sizes(op["Item"])
+                new = Item.__new__(Item)
+                new.hash_key, new.range_key = hash_value, range_value
+                new.attrs = {k: DynamoType(v) for k, v in op["Item"].items()}
+                total += _check_size(new)
+            elif op_type == "Update":
+                new = _updated(table, current, hash_value, range_value, op)
+                total += _check_size(new)
+            elif op_type == "Delete":
+                total += len(str(key))
+            plan.append((op_type, table, hash_value, range_value, new))
+        if total > TRANSACTION_LIMIT:
+            raise MockValidationException("Transaction request cannot be larger than 4 MB")
         if any(code is not None for code, _, _ in errors):
             raise TransactionCanceledException(errors)
-        for op_type, table_name, key, op in plan:
-            if op_type == "Put":
-                self.put_item(table_name, op["Item"])
-            elif op_type == "Delete":
-                self.delete_item(table_name, key)
-            elif op_type == "Update":
-                self.update_item(table_name, key, update_expression=op["UpdateExpression"],
-                                 expression_attribute_names=op.get("ExpressionAttributeNames"),
-                                 expression_attribute_values=op.get("ExpressionAttributeValues"))
+        # Everything is valid: apply it all (nothing below can fail on the data).
+        for op_type, table, hash_value, range_value, new in plan:
+            if op_type == "Delete":
+                table.delete_item(hash_value, range_value)
+            elif op_type in ("Put", "Update"):
+                current = table.get_item(hash_value, range_value)
+                stored = Item(hash_value, range_value, {})
+                for name, value in new.attrs.items():
+                    dict.__setitem__(stored.attrs, name, value)
+                if range_value is not None:
+                    table.items[hash_value][range_value] = stored
+                else:
+                    table.items[hash_value] = stored
+                if table.stream_shard is not None:
+                    table.stream_shard.add(current, stored)
 
 
 def _locked(method: Any) -> Any:
@@ -95,3 +162,4 @@ def install() -> None:
         setattr(DynamoDBBackend, name, _locked(getattr(DynamoDBBackend, name)))
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
     _installed = True
+

@@ -1,0 +1,84 @@
+"""The local DynamoDB patch is all or nothing with DynamoDB's size rules, so local tests cannot hide
+partial-write bugs DynamoDB itself would never have."""
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.integration.conftest import TABLE, scan
+
+
+def put(pk, sk, **attrs):
+    return {"Put": {"TableName": TABLE, "Item": {"PK": {"S": pk}, "SK": {"S": sk},
+                                                  **{k: {"S": v} for k, v in attrs.items()}}}}
+
+
+def update(pk, sk, expression, values, condition=None):
+    entry = {"TableName": TABLE, "Key": {"PK": {"S": pk}, "SK": {"S": sk}}, "UpdateExpression": expression,
+             "ExpressionAttributeValues": values}
+    if condition:
+        entry["ConditionExpression"] = condition
+    return {"Update": entry}
+
+
+def test_a_failed_condition_writes_nothing(aws):
+    aws.put_item(TableName=TABLE, Item={"PK": {"S": "p"}, "SK": {"S": "S"}, "n": {"N": "1"}})
+    before = scan(aws)
+    with pytest.raises(ClientError) as err:
+        aws.transact_write_items(TransactItems=[put("p", f"ITEM#{i}") for i in range(75)] + [
+            update("p", "S", "SET n = :two", {":two": {"N": "2"}, ":one": {"N": "9"}}, "n = :one")])
+    assert err.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert scan(aws) == before
+
+
+def test_an_oversized_entry_midway_writes_nothing(aws):
+    """An entry that fails validation after others were computed leaves no partial write."""
+    big = "x" * (401 * 1024)
+    with pytest.raises(ClientError) as err:
+        aws.transact_write_items(TransactItems=[put("p", f"ITEM#{i}") for i in range(10)]
+                                 + [put("p", "BIG", v=big)] + [put("p", "LAST")])
+    assert err.value.response["Error"]["Code"] == "ValidationException"
+    assert scan(aws) == []
+
+
+def test_an_invalid_update_expression_midway_writes_nothing(aws):
+    with pytest.raises(ClientError):
+        aws.transact_write_items(TransactItems=[put("p", "A"), update("p", "B", "SET n = n + :x",
+                                                                      {":x": {"S": "not a number"}})])
+    assert scan(aws) == []
+
+
+def test_replacing_a_large_attribute_counts_only_the_new_size(aws):
+    """DynamoDB limits the item's new size; moto counted old plus new."""
+    aws.put_item(TableName=TABLE, Item={"PK": {"S": "p"}, "SK": {"S": "S"}, "doc": {"S": "a" * 300_000}})
+    aws.transact_write_items(TransactItems=[update("p", "S", "SET doc = :d", {":d": {"S": "b" * 300_000}})])
+    item = aws.get_item(TableName=TABLE, Key={"PK": {"S": "p"}, "SK": {"S": "S"}})["Item"]
+    assert item["doc"]["S"] == "b" * 300_000
+
+
+def test_an_update_past_400_kb_is_rejected_whole(aws):
+    aws.put_item(TableName=TABLE, Item={"PK": {"S": "p"}, "SK": {"S": "S"}, "a": {"S": "a" * 300_000}})
+    with pytest.raises(ClientError) as err:
+        aws.transact_write_items(TransactItems=[put("p", "X"), update("p", "S", "SET b = :b",
+                                                                      {":b": {"S": "b" * 120_000}})])
+    assert err.value.response["Error"]["Code"] == "ValidationException"
+    assert [i["SK"]["S"] for i in scan(aws)] == ["S"]
+
+
+def test_more_than_4_mb_in_one_transaction_is_rejected_whole(aws):
+    chunk = "c" * 380_000
+    with pytest.raises(ClientError) as err:
+        aws.transact_write_items(TransactItems=[put("p", f"I#{i}", v=chunk) for i in range(12)])
+    assert err.value.response["Error"]["Code"] == "ValidationException"
+    assert scan(aws) == []
+
+
+def test_more_than_100_entries_is_rejected(aws):
+    with pytest.raises(ClientError) as err:
+        aws.transact_write_items(TransactItems=[put("p", f"I#{i}") for i in range(101)])
+    assert err.value.response["Error"]["Code"] == "ValidationException"
+    assert scan(aws) == []
+
+
+def test_a_valid_transaction_of_100_entries_applies_every_entry(aws):
+    aws.transact_write_items(TransactItems=[put("p", f"I#{i}") for i in range(100)])
+    assert len(scan(aws)) == 100
