@@ -46,6 +46,38 @@ def check_metadata(metadata: Optional[dict[str, str]], param: str = "metadata") 
             )
 
 
+@lru_cache(maxsize=16)
+def _meta_validator(dialect: Optional[str]) -> Any:
+    """The meta-schema validator of a dialect (None: Draft 2020-12); None for an unknown dialect."""
+    import jsonschema  # imported on first use: most requests carry no schema (cold start)
+
+    if dialect is None:
+        cls: Any = jsonschema.Draft202012Validator
+    else:
+        cls = jsonschema.validators.validator_for({"$schema": dialect}, default=None)
+        if cls is None:
+            return None
+    return cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+
+
+def schema_error(schema: dict[str, Any]) -> Optional[str]:
+    """Why `schema` is not a valid JSON Schema, checked against the meta-schema of the dialect its
+    `$schema` names (Draft 2020-12 when it names none), in the official "In context=(...)" form;
+    None when it is valid. Saving never qualifies execution: a valid schema a Harness cannot run
+    is still valid here."""
+    from jsonschema import exceptions
+
+    dialect = schema.get("$schema")
+    validator = _meta_validator(dialect if isinstance(dialect, str) else None)
+    if validator is None:
+        return f"In context=('$schema',), unsupported JSON Schema dialect '{str(dialect)[:200]}'."
+    error = exceptions.best_match(validator.iter_errors(schema))
+    if error is None:
+        return None
+    message = error.message if len(error.message) <= 300 else error.message[:297] + "..."
+    return f"In context={tuple(error.absolute_path)!r}, {message}."
+
+
 def _type_text(value: Any) -> str:
     return jsonutil.dumps(value) if not isinstance(value, str) else value
 
@@ -67,6 +99,10 @@ def check_tools(tools: Sequence[wire.AnyTool], prefix: str) -> None:
                 )
             names.add(name)
             parameters = tool.parameters  # type: ignore[union-attr]
+            schema_problem = schema_error(parameters)
+            if schema_problem:
+                raise InvalidRequest(f"Invalid schema for function '{name}': {schema_problem}",
+                                     param=f"{prefix}tools[{i}].parameters")
             if "type" in parameters and parameters["type"] != "object":
                 raise InvalidRequest(
                     f"Invalid schema for function '{name}': schema must be a JSON Schema of "
@@ -91,6 +127,11 @@ def check_tools(tools: Sequence[wire.AnyTool], prefix: str) -> None:
 
 def check_text(text: Optional[wire.TextConfig], prefix: str) -> None:
     fmt = text.format if text else None
+    if isinstance(fmt, wire.TextFormatJSONSchema):
+        schema_problem = schema_error(fmt.schema_)
+        if schema_problem:
+            raise InvalidRequest(f"Invalid schema for '{prefix}text.format.schema': {schema_problem}",
+                                 param=f"{prefix}text.format.schema")
     if isinstance(fmt, wire.TextFormatJSONSchema) and "type" in fmt.schema_ and fmt.schema_["type"] != "object":
         raise InvalidRequest(
             f'{prefix}text.format.schema must have top-level type "object"; got "{_type_text(fmt.schema_["type"])}"',

@@ -68,17 +68,16 @@ def tenant(app: APIGatewayHttpResolver) -> str:
 def body(app: APIGatewayHttpResolver) -> Any:
     event = app.current_event.raw_event
     raw = event.get("body") or ""
-    data = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
+    # surrogatepass: a str body holding a lone surrogate reaches the parser as invalid UTF-8 (a 400).
+    try:
+        data = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8", "surrogatepass")
+    except ValueError:
+        raise InvalidRequest(jsonutil.UNPARSABLE, param=None) from None
     if len(data) > get_settings().max_body_bytes:
         raise PayloadTooLarge(f"The request body is larger than {get_settings().max_body_bytes} bytes.")
     if not data.strip():
         raise InvalidRequest("The request body must be a JSON object.", param=None)
-    try:
-        return jsonutil.loads(data)
-    except ValueError:
-        raise InvalidRequest(
-            "We could not parse the JSON body of your request. The API expects a JSON payload.", param=None
-        ) from None
+    return jsonutil.loads_request(data)
 
 
 def query(app: APIGatewayHttpResolver) -> dict[str, str]:

@@ -8,6 +8,7 @@ is re-read and re-classified. An identical retry writes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from typing import Any, Optional
@@ -79,8 +80,11 @@ def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, An
     for index, event in enumerate(events):
         if isinstance(event, wire.ToolResultEvent):
             decisions.check_result_content(decl, event, index)
+            record = records.get(event.call_id)
+            if record is not None and event.call_id in draft.call_states:  # an earlier event of this batch
+                record = dataclasses.replace(record, state=decisions.CallState(draft.call_states[event.call_id]))
             try:
-                decision = decisions.classify(event, records.get(event.call_id))
+                decision = decisions.classify(event, record)
             except Exception as exc:  # re-label the param with the event index
                 if getattr(exc, "param", None) in ("call_id", "turn_id"):
                     exc.param = f"events[{index}].{exc.param}"  # type: ignore[attr-defined]
@@ -102,14 +106,11 @@ def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, An
 def _admit_result(draft: engine.Draft, event: wire.ToolResultEvent, call: dict[str, Any], digest: str) -> None:
     """Conditional on the call still pending with no stored result (ALL_OLD re-classifies on a race)."""
     sent = decisions.result_as_sent(event)
-    draft.tx.update(
-        engine.call_key(draft.tenant, draft.session_id, event.call_id),
-        "SET #s = :submitted, digest = :d, #r = :r, submitted_at = :now",
+    draft.update_call(
+        event.call_id,
+        {"state": "submitted", "digest": digest, "result": jsonutil.dumps(sent), "submitted_at": now()},
         "#s = :pending AND attribute_not_exists(digest)",
-        names={"#s": "state", "#r": "result"},
-        values={":submitted": "submitted", ":pending": "pending", ":d": digest, ":r": jsonutil.dumps(sent),
-                ":now": now()},
-        return_old=True,
+        names={"#s": "state"}, values={":pending": "pending"}, return_old=True,
     )
     # A pending call belongs to the active Turn, whose owner the Session item already names: no read.
     active = draft.active_turn or {}
@@ -146,9 +147,9 @@ def _cancel(draft: engine.Draft) -> None:
         return
     turn.set(cancel_requested=True)
     for call in calls:
-        if call["state"] == "pending":
-            draft.tx.update(engine.call_key(draft.tenant, draft.session_id, call["call_id"]),
-                            "SET #s = :c", "#s = :p", names={"#s": "state"}, values={":c": "cancelled", ":p": "pending"})
+        if draft.call_state(call) == "pending":
+            draft.update_call(call["call_id"], {"state": "cancelled"}, "#s = :p", names={"#s": "state"},
+                              values={":p": "pending"})
     engine.drop_actions(draft, turn.id)
     draft.active_turn = {**active, "cancel_requested": True}
     if draft.status == "requires_action":

@@ -103,7 +103,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     if saved is not None:
         tx.check(agent_key(tenant, agent_id), "attribute_exists(PK)")
     tx.put(item, "attribute_not_exists(PK)")
-    draft.flush_items()
+    draft.flush()
     tx.entries += draft.tx.entries
     tx.put(outbox_item(tenant, session_id, 1, draft.events, draft.commands))
     for attempt in range(5):
