@@ -104,6 +104,12 @@ class Draft:
         self.turns: dict[str, TurnState] = {}
         self._snapshot: Optional[Snapshot] = None
         self._items: dict[int, dict[str, Any]] = {}
+        # A batch may mix events that touch the same item (a result then a cancel, a message then a
+        # cancel); DynamoDB allows one operation per item in a transaction, so writes are composed:
+        # a Turn created here is put once in its final state, and a call's writes become one update.
+        self._new_turns: dict[str, dict[str, Any]] = {}
+        self._call_writes: dict[str, dict[str, Any]] = {}
+        self.call_states: dict[str, str] = {}  # call id -> state this commit gives it
         self.dirty = False
 
     # -- reads ---------------------------------------------------------------------------------
@@ -121,8 +127,27 @@ class Draft:
             self.turns[turn_id] = TurnState.from_item(item)
         return self.turns[turn_id]
 
-    def add_turn(self, turn: TurnState) -> None:
+    def add_turn(self, turn: TurnState, new_item: Optional[dict[str, Any]] = None) -> None:
+        """`new_item`: the stored attributes of a Turn this commit creates (put once, at flush)."""
         self.turns[turn.id] = turn
+        if new_item is not None:
+            self._new_turns[turn.id] = new_item
+
+    def call_state(self, call: dict[str, Any]) -> str:
+        """A call's state as this commit sees it (its own earlier events included)."""
+        return self.call_states.get(call["call_id"], call["state"])
+
+    def update_call(self, call_id: str, sets: dict[str, Any], condition: Optional[str] = None,
+                    names: Optional[dict[str, str]] = None, values: Optional[dict[str, Any]] = None,
+                    return_old: bool = False) -> None:
+        """One write per call per commit: a later write's members join the first one's, and only the
+        first condition guards the stored item (later writes were decided on this commit's state)."""
+        write = self._call_writes.setdefault(call_id, {"sets": {}, "condition": condition, "names": names or {},
+                                                       "values": values or {}, "return_old": return_old})
+        write["sets"].update(sets)
+        if "state" in sets:
+            self.call_states[call_id] = sets["state"]
+        self.dirty = True
 
     def session_resource(self) -> dict[str, Any]:
         state = {
@@ -167,9 +192,7 @@ class Draft:
     def commit(self) -> bool:
         if not self.dirty and not self.tx.entries:
             return False
-        self.flush_items()
-        for turn in self.turns.values():
-            self._write_turn(turn)
+        self.flush()
         seq = self.out_seq + 1
         session_update = self.store.new_transaction().update(
             session_key(self.tenant, self.session_id),
@@ -191,6 +214,23 @@ class Draft:
         self.out_seq = seq
         return True
 
+    def flush(self) -> None:
+        """Every composed write of this commit into its transaction."""
+        self.flush_items()
+        for turn in self.turns.values():
+            self._write_turn(turn)
+        for call_id, write in self._call_writes.items():
+            names = dict(write["names"])
+            values = dict(write["values"])
+            sets = []
+            for i, (name, value) in enumerate(write["sets"].items()):
+                names[f"#w{i}"] = name
+                values[f":w{i}"] = value
+                sets.append(f"#w{i} = :w{i}")
+            self.tx.update(call_key(self.tenant, self.session_id, call_id), "SET " + ", ".join(sets),
+                           write["condition"], names=names, values=values, return_old=write["return_old"])
+        self._call_writes.clear()
+
     def flush_items(self) -> None:
         for position, item in sorted(self._items.items()):
             self.tx.put({"PK": session_pk(self.tenant, self.session_id), "SK": item_sk(position), "kind": "item",
@@ -198,6 +238,18 @@ class Draft:
         self._items.clear()
 
     def _write_turn(self, turn: TurnState) -> None:
+        new_item = self._new_turns.pop(turn.id, None)
+        if new_item is not None:  # created in this commit: one put of its final state
+            item = {**new_item, "status": turn.status, "doc": jsonutil.dumps(turn.doc)}
+            for name in turn.changed - {"doc"}:
+                value = getattr(turn, name)
+                item[name] = jsonutil.dumps(value) if name in ("item_map", "open_items") else value
+            if turn.status != "queued":
+                item.pop("GSI1PK", None)
+                item.pop("GSI1SK", None)
+            self.tx.put(item, "attribute_not_exists(PK)")
+            turn.changed = set()
+            return
         if not turn.changed:
             return
         names: dict[str, str] = {}
@@ -262,10 +314,9 @@ def start_turn(draft: Draft, messages: list[list[dict[str, Any]]]) -> TurnState:
     snapshot = draft.snapshot
     turn = TurnState(doc={"id": turn_id, "agent_id": snapshot.agent_id, "session_id": draft.session_id,
                           "created_at": ts, "status": "queued"})
-    draft.tx.put({**turn_key(draft.tenant, draft.session_id, turn_id), "kind": "turn", "id": turn_id,
-                  "tenant": draft.tenant, "session_id": draft.session_id, "status": "queued",
-                  "doc": jsonutil.dumps(turn.doc), "harness": snapshot.harness,
-                  "GSI1PK": f"QUEUE#{snapshot.harness}", "GSI1SK": turn_id}, "attribute_not_exists(PK)")
+    draft.add_turn(turn, {**turn_key(draft.tenant, draft.session_id, turn_id), "kind": "turn", "id": turn_id,
+                          "tenant": draft.tenant, "session_id": draft.session_id, "harness": snapshot.harness,
+                          "GSI1PK": f"QUEUE#{snapshot.harness}", "GSI1SK": turn_id})
     draft.emit_turn("agent.session.turn.created", turn)
     for content in messages:
         add_user_message(draft, turn, content)
@@ -273,7 +324,6 @@ def start_turn(draft: Draft, messages: list[list[dict[str, Any]]]) -> TurnState:
     draft.status = "in_progress"
     draft.emit_session("agent.session.in_progress")
     draft.command({"type": "dispatch", "turn_id": turn_id, "harness": snapshot.harness})
-    draft.add_turn(turn)
     return turn
 
 
@@ -341,10 +391,8 @@ def settle(draft: Draft, turn: TurnState, status: str, calls: list[dict[str, Any
                                         ref.get("output_index")))
     turn.set(open_items=[])
     for call in calls:
-        if call["state"] in ("pending", "submitted"):
-            draft.tx.update(call_key(draft.tenant, draft.session_id, call["call_id"]),
-                            "SET #s = :s", names={"#s": "state"},
-                            values={":s": "cancelled" if status == "cancelled" else "settled"})
+        if draft.call_state(call) in ("pending", "submitted"):
+            draft.update_call(call["call_id"], {"state": "cancelled" if status == "cancelled" else "settled"})
     drop_actions(draft, turn.id)
     turn.set(status=status, completed_at=ts, task_token=None)
     draft.emit_turn(f"agent.session.turn.{status}", turn)
