@@ -91,11 +91,12 @@ class LocalRuntime:
 
     def __init__(self, stack: InProcessStack, token: str, harnesses: list[str], heartbeat_seconds: float):
         from runtime.capabilities import declarations
-        from runtime.scripted import ScriptedRuntime
+        from runtime.harnesses.scripted.driver import ScriptedDriver
+        from runtime.router import Runtime
 
         self.stack = stack
         self.inbox: list[dict[str, Any]] = []
-        self.runtime = ScriptedRuntime(self.send, heartbeat_seconds)
+        self.runtime = Runtime(self.send, {h: ScriptedDriver(h) for h in harnesses}, heartbeat_seconds)
         self.connection_id = stack.ws.connect(self._receive, {"Authorization": f"Bearer {token}"})
         if self.connection_id is None:
             raise PermissionError("runtime connection rejected")
@@ -111,12 +112,16 @@ class LocalRuntime:
         if self.connection_id is not None:
             self.stack.ws.message(self.connection_id, json.dumps(message))
 
+    def hang(self) -> None:
+        """The process hangs: no more heartbeats, no more messages (the socket stays open)."""
+        for handle in self.runtime.turns.values():
+            handle.channel.done.set()
+            handle.channel.send_raw = lambda message: None
+
     def kill(self) -> None:
         """The process dies: the socket closes and nothing more is sent."""
         connection_id, self.connection_id = self.connection_id, None
-        for runner in self.runtime.turns.values():
-            runner.done.set()
-            runner.send_raw = lambda message: None
+        self.hang()
         if connection_id:
             self.stack.ws.disconnect(connection_id, code=1006)
 

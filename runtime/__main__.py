@@ -1,4 +1,11 @@
-"""python -m runtime --url ws://127.0.0.1:8001 --token rt-... [--harness scripted --harness codex ...]"""
+"""python -m runtime --url wss://... [--harness scripted --harness codex ...] [--native codex]
+
+Serves the named Harnesses over Core's WebSocket API. `--native` names the Harnesses this Runtime runs
+on their real engines (today: codex); the others run on the scripted engine, which impersonates a
+native name with that Harness's capability set. The Runtime token comes from --token-file,
+$AGENTS_CORE_RUNTIME_TOKEN, or a running local stack's state file (never put it on a command line
+others can read with `ps`; --token is kept for convenience).
+"""
 
 from __future__ import annotations
 
@@ -9,71 +16,159 @@ import os
 import signal
 import sys
 import threading
+from typing import Any
 
 HARNESSES = ("scripted", "codex", "claude_code", "minimax_code")
+NATIVE = ("codex",)  # Harnesses this Runtime can run on their real engines
+
+
+def _list(value: str) -> list[str]:
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    for name in names:
+        if name not in NATIVE:
+            raise argparse.ArgumentTypeError(f"'{name}' cannot run natively here (choose from {', '.join(NATIVE)})")
+    return names
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m runtime", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--url", default=os.environ.get("AGENTS_CORE_WS_URL"), help="the WebSocket URL")
+    p.add_argument("--token", default=os.environ.get("AGENTS_CORE_RUNTIME_TOKEN"),
+                   help="a Runtime token (prefer --token-file or $AGENTS_CORE_RUNTIME_TOKEN)")
+    p.add_argument("--token-file", help="read the Runtime token from this file")
+    p.add_argument("--harness", action="append", choices=HARNESSES,
+                   help="serve this Harness (repeatable; default: all four)")
+    p.add_argument("--native", type=_list, default=[],
+                   help="comma list of Harnesses run on their real engines (codex); the rest are scripted")
+    p.add_argument("--model-provider", choices=("real", "scripted"),
+                   default=os.environ.get("AGENTS_CORE_MODEL_PROVIDER", "real"),
+                   help="native Harnesses talk to the real provider (OPENAI_API_KEY for Codex) or to the "
+                        "embedded scripted model provider on loopback (no key, no network)")
+    p.add_argument("--openai-base-url", default=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+                   help="with --model-provider real: the Responses API base URL for Codex")
+    p.add_argument("--provider-log", default=os.environ.get("AGENTS_CORE_PROVIDER_LOG"),
+                   help="with --model-provider scripted: log every model request here (JSON lines)")
+    p.add_argument("--state-dir", default=os.environ.get("AGENTS_CORE_RUNTIME_STATE", "~/.agents-core/runtime"),
+                   help="native state per Session (CODEX_HOME, thread ids), kept so a restart resumes history")
+    p.add_argument("--heartbeat", type=float, default=float(os.environ.get("AGENTS_CORE_HEARTBEAT", "5")))
+    p.add_argument("--stack", default=".local/stack.json", help="read url and token from a running local stack")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the native configuration the Harness would start with, then exit")
+    p.add_argument("--snapshot", help="with --dry-run: a Session snapshot or turn.start JSON file")
+    return p
+
+
+def build_drivers(args: argparse.Namespace, harnesses: list[str]) -> tuple[dict[str, Any], Any]:
+    """Harness name -> driver; also the embedded scripted provider when one was started."""
+    from .harnesses.scripted.driver import ScriptedDriver
+
+    drivers: dict[str, Any] = {}
+    provider = None
+    for harness in harnesses:
+        if harness not in args.native:
+            drivers[harness] = ScriptedDriver(harness)
+            continue
+        if harness == "codex":
+            from .harnesses.codex.driver import CodexDriver, Provider
+
+            if args.model_provider == "scripted":
+                if provider is None:
+                    from .providers import ScriptedProvider
+
+                    provider = ScriptedProvider(log_path=args.provider_log).start()
+                model = Provider("scripted", provider.base_url + "/v1")
+            else:
+                if not os.environ.get("OPENAI_API_KEY"):
+                    raise SystemExit("error: --native codex with the real provider needs OPENAI_API_KEY "
+                                     "(or use --model-provider scripted)")
+                model = Provider("openai", args.openai_base_url, env_key="OPENAI_API_KEY")
+            drivers[harness] = CodexDriver(model, args.state_dir)
+    return drivers, provider
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runtime", description=__doc__)
-    parser.add_argument("--url", default=os.environ.get("AGENTS_CORE_WS_URL"), help="the WebSocket URL")
-    parser.add_argument("--token", default=os.environ.get("AGENTS_CORE_RUNTIME_TOKEN"), help="a Runtime token")
-    parser.add_argument("--harness", action="append", choices=HARNESSES,
-                        help="serve this Harness (repeatable; default: all four, natives impersonated)")
-    parser.add_argument("--heartbeat", type=float, default=float(os.environ.get("AGENTS_CORE_HEARTBEAT", "5")))
-    parser.add_argument("--stack", default=".local/stack.json", help="read url and token from a running local stack")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the native configuration the Harness would start with, then exit")
-    parser.add_argument("--snapshot", help="with --dry-run: a Session snapshot or turn.start JSON file")
-    args = parser.parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
     if args.dry_run:
-        return dry_run(parser, args)
+        return dry_run(p, args)
+    if args.token_file:
+        with open(args.token_file) as fh:
+            args.token = fh.read().strip()
     if (not args.url or not args.token) and os.path.exists(args.stack):
         with open(args.stack) as fh:
             stack = json.load(fh)
         args.url = args.url or stack["websocket_url"]
         args.token = args.token or stack["runtime_token"]
     if not args.url or not args.token:
-        parser.error("--url and --token are required (or run the local stack: make dev)")
+        p.error("--url and a Runtime token are required (or run the local stack: make dev)")
+    harnesses = args.harness or list(HARNESSES)
+    missing = [n for n in args.native if n not in harnesses]
+    if missing:
+        p.error(f"--native {','.join(missing)} is not among the served Harnesses")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s runtime %(levelname)s %(message)s")
     from .client import RuntimeClient
+    from .harnesses.codex.driver import CodexUnavailable
 
-    client = RuntimeClient(args.url, args.token, args.harness or list(HARNESSES), args.heartbeat)
+    try:
+        drivers, provider = build_drivers(args, harnesses)
+    except CodexUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if provider is not None:
+        logging.getLogger("runtime").info("scripted model provider on %s", provider.base_url)
+    client = RuntimeClient(args.url, args.token, drivers, args.heartbeat)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     client.start()
     try:
-        while not stop.wait(0.5):
+        while not stop.wait(0.5) and client.fatal is None:
             pass
     except KeyboardInterrupt:
         pass
     client.stop()
-    return 0
+    if provider is not None:
+        provider.stop()
+    return 2 if client.fatal else 0
 
 
-def dry_run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def dry_run(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Print the exact native configuration for a Session snapshot (Codex: TOML; others: JSON)."""
     if not args.snapshot or not args.harness or len(args.harness) != 1:
-        parser.error("--dry-run needs exactly one --harness and --snapshot FILE")
-    from .adapters import AdapterError, as_start, claude_code, codex, minimax_code
+        p.error("--dry-run needs exactly one --harness and --snapshot FILE")
+    from .harnesses.claude_code import config as claude_code
+    from .harnesses.codex import config as codex
+    from .harnesses.common import AdapterError, as_start
+    from .harnesses.minimax_code import config as minimax_code
 
-    with open(args.snapshot) as fh:
-        start = as_start(json.load(fh))
+    harness = args.harness[0]
+    if harness == "scripted":
+        p.error("--dry-run translates for codex, claude_code or minimax_code")
     try:
-        harness = args.harness[0]
+        with open(args.snapshot) as fh:
+            start = as_start(json.load(fh))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"error: {args.snapshot} is not a Session snapshot or turn.start message ({exc})", file=sys.stderr)
+        return 2
+    of = start.get("impersonate") or start.get("harness")
+    if of and of != harness:
+        print(f"error: the snapshot is a '{of}' Session's; translate it with --harness {of}", file=sys.stderr)
+        return 2
+    try:
         if harness == "codex":
-            native = codex.config(start)
-            print(codex.render_toml(native), end="")
+            print(codex.render_toml(codex.config(start)), end="")
             params = codex.turn_params(start)
             if params:
                 print("# per root Turn (turn/start):", json.dumps(params))
         elif harness == "claude_code":
             print(json.dumps(claude_code.options(start), indent=2))
-        elif harness == "minimax_code":
-            print(json.dumps(minimax_code.config(start), indent=2))
         else:
-            parser.error("--dry-run translates for codex, claude_code or minimax_code")
+            print(json.dumps(minimax_code.config(start), indent=2))
     except AdapterError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (KeyError, TypeError) as exc:
+        print(f"error: the snapshot lacks what the {harness} adapter needs ({exc})", file=sys.stderr)
         return 2
     return 0
 

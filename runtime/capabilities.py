@@ -1,13 +1,15 @@
-"""Capability declarations the reference Runtime advertises: one complete declaration per Harness.
+"""Capability declarations the reference Runtime advertises: one complete declaration per Harness,
+with the engine that serves it (`scripted`, or the native engine and its version).
 
-Serving `codex`, `claude_code` or `minimax_code` here means impersonating it with the scripted
-engine and that Harness's capability set, so every Harness's flows run locally.
+A native name served by the scripted engine is impersonated: that Harness's capability set on the
+scripted engine, so every Harness's flows run locally; `runtime.hello` says so in `engine`.
 """
 
 from __future__ import annotations
 
 import pathlib
 import sys
+from typing import Optional
 
 try:
     from agents_contract import capabilities as _caps
@@ -16,5 +18,7 @@ except ImportError:  # running from a checkout: the contract layer lives beside 
     from agents_contract import capabilities as _caps
 
 
-def declarations(harnesses: list[str]) -> list[dict[str, object]]:
-    return [{"harness": h, "capabilities": _caps.full_declaration(_caps.HARNESS_CAPABILITIES[h])} for h in harnesses]
+def declarations(harnesses: list[str], engines: Optional[dict[str, str]] = None) -> list[dict[str, object]]:
+    engines = engines or {}
+    return [{"harness": h, "capabilities": _caps.full_declaration(_caps.HARNESS_CAPABILITIES[h]),
+             "engine": engines.get(h, "scripted")} for h in harnesses]

@@ -9,26 +9,28 @@ import threading
 import time
 from typing import Any
 
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import connect
 
 from .capabilities import declarations
-from .scripted import ScriptedRuntime
+from .harnesses import HarnessDriver
+from .router import Runtime
 
 log = logging.getLogger("runtime")
 
 
 class RuntimeClient:
-    def __init__(self, url: str, token: str, harnesses: list[str], heartbeat_seconds: float = 5.0):
+    def __init__(self, url: str, token: str, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0):
         self.url = url
         self.token = token
-        self.harnesses = harnesses
+        self.drivers = drivers
         self.heartbeat_seconds = heartbeat_seconds
         self._socket: Any = None
         self._send_lock = threading.Lock()
         self._stop = threading.Event()
-        self.runtime = ScriptedRuntime(self.send, heartbeat_seconds)
+        self.runtime = Runtime(self.send, drivers, heartbeat_seconds)
         self.connected = threading.Event()
+        self.fatal: str | None = None  # why the Runtime cannot run (a refused token): the process exits
 
     def send(self, message: dict[str, Any]) -> None:
         with self._send_lock:
@@ -44,11 +46,21 @@ class RuntimeClient:
                              open_timeout=10, max_size=2**22) as socket:
                     self._socket = socket
                     backoff = 0.2
-                    self.send({"action": "runtime.hello", "harnesses": declarations(self.harnesses)})
+                    engines = {h: d.engine for h, d in self.drivers.items()}
+                    self.send({"action": "runtime.hello", "harnesses": declarations(list(self.drivers), engines)})
                     self.connected.set()
                     for raw in socket:
                         self.runtime.on_message(json.loads(raw))
-            except (OSError, ConnectionClosed, TimeoutError) as exc:
+            except InvalidStatus as exc:
+                status = exc.response.status_code
+                if status in (401, 403):
+                    self.fatal = f"Core refused the Runtime token (HTTP {status}); create one with " \
+                                 "`python -m agents_core.apikeys --runtime NAME`."
+                    log.error(self.fatal)
+                    self._stop.set()
+                    break
+                log.warning("runtime connection refused (HTTP %s); reconnecting in %.1fs", status, backoff)
+            except (OSError, ConnectionClosed, TimeoutError, InvalidHandshake) as exc:
                 log.warning("runtime connection lost (%s); reconnecting in %.1fs", type(exc).__name__, backoff)
             finally:
                 self._socket = None
@@ -67,6 +79,7 @@ class RuntimeClient:
         socket = self._socket
         if socket is not None:
             socket.close()
+        self.runtime.close()
 
     @staticmethod
     def wait_until(predicate: Any, timeout: float = 10.0) -> bool:

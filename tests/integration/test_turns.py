@@ -229,9 +229,7 @@ def test_a_hung_runtime_fails_the_turn_within_the_heartbeat_bound(client, runtim
     import time
     session = session_with(client, "call get_weather {}\nsay never")
     action = pending(client, session.id)
-    for runner in runtime.runtime.turns.values():
-        runner.done.set()  # the process hangs: no more heartbeats, no more messages
-        runner.send_raw = lambda message: None
+    runtime.hang()  # the process hangs: no more heartbeats, no more messages
     hung_at = time.time()
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "failed", timeout=20)
     elapsed = time.time() - hung_at

@@ -8,7 +8,10 @@ import tomllib
 
 import pytest
 
-from runtime.adapters import AdapterError, as_start, claude_code, codex, minimax_code
+from runtime.harnesses.claude_code import config as claude_code
+from runtime.harnesses.codex import config as codex
+from runtime.harnesses.common import AdapterError, as_start
+from runtime.harnesses.minimax_code import config as minimax_code
 from tests.unit.helpers import SELF_HOSTED, fn, http_mcp, resolve, session_body, stdio_mcp
 
 SCHEMA = {"type": "json_schema", "schema": {"type": "object", "properties": {"x": {"type": "number"}}}}

@@ -119,6 +119,9 @@ def turn_resource(turn: dict[str, Any]) -> dict[str, Any]:
         "error": FAILED_TURN_ERROR if status == "failed" else None,
         "subagent_id": turn.get("subagent_id"),
         "usage": None,
+        # This project's extension: the engine that ran the Turn (set when a Runtime claims it) and,
+        # for a failed Turn, what the Harness reported (the public error stays the contract's).
+        "x_agents_core": {"engine": None, "error": None, **(turn.get("x_agents_core") or {})},
     }
 
 

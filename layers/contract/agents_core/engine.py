@@ -77,7 +77,7 @@ class TurnState:
 
     def set(self, **values: Any) -> None:
         for name, value in values.items():
-            if name in ("status", "started_at", "completed_at"):
+            if name in ("status", "started_at", "completed_at", "x_agents_core"):
                 self.doc[name] = value
                 self.changed.add("doc")
             else:

@@ -10,6 +10,7 @@ admission already checked the Harness declaration, dispatch checks the Runtime's
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 from typing import Any, Optional
 
@@ -24,6 +25,7 @@ from .observability import logger
 from .store import DynamoStore, TransactionConflict, item_sk, session_pk
 
 PLACEMENTS = ("environment_none", "local_environment")
+ENGINE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,40}( [A-Za-z0-9_.+\-]{1,40})?")
 
 
 def hash_token(token: str) -> str:
@@ -81,22 +83,27 @@ def hello(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> li
     served = []
     for i, entry in enumerate(harnesses):
         where = f"harnesses[{i}]"
-        if not isinstance(entry, dict) or set(entry) - {"harness", "capabilities"}:
-            raise InvalidRequest(f"Invalid '{where}': expected {{harness, capabilities}}.", param=where)
+        if not isinstance(entry, dict) or set(entry) - {"harness", "capabilities", "engine"}:
+            raise InvalidRequest(f"Invalid '{where}': expected {{harness, capabilities, engine}}.", param=where)
         harness = entry.get("harness")
         if harness not in HARNESS_NAMES:
             raise InvalidRequest(f"Invalid value for '{where}.harness'.", param=f"{where}.harness")
         advertised = capabilities.parse_declaration(entry.get("capabilities"), where=f"{where}.capabilities")
+        engine_name = entry.get("engine", "unknown")
+        if not isinstance(engine_name, str) or not ENGINE_NAME.fullmatch(engine_name):
+            raise InvalidRequest(f"Invalid value for '{where}.engine': expected a name and version such as "
+                                 "'codex 0.163.0'.", param=f"{where}.engine")
         store.put({**conn_key(connection_id, f"H#{harness}"), "kind": "runtime_harness", "harness": harness,
-                   "connection_id": connection_id, "capabilities": sorted(advertised),
+                   "engine": engine_name, "connection_id": connection_id, "capabilities": sorted(advertised),
                    "GSI1PK": f"RUNTIME#{harness}", "GSI1SK": f"{now():012d}#{connection_id}", "ttl": now() + 2 * 3600})
         served.append(harness)
     return served
 
 
-def eligible_runtimes(store: DynamoStore, harness: str, required: frozenset[str]) -> list[str]:
+def eligible_runtimes(store: DynamoStore, harness: str, required: frozenset[str]) -> list[dict[str, Any]]:
+    """The connected Runtimes serving `harness` whose capabilities cover `required` (newest first)."""
     page = store.query(pk=f"RUNTIME#{harness}", index="GSI1", limit=100, ascending=False)
-    return [i["connection_id"] for i in page.items if capabilities.covers(frozenset(i["capabilities"]), required)]
+    return [i for i in page.items if capabilities.covers(frozenset(i["capabilities"]), required)]
 
 
 # ---- claiming Turns ------------------------------------------------------------------------------
@@ -115,12 +122,14 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
         required = capabilities.required_capabilities(snapshot, messages=[{"content": c} for c in messages])
         candidates = eligible_runtimes(store, snapshot.harness, required)
         if only is not None:
-            candidates = [c for c in candidates if c == only]
+            candidates = [c for c in candidates if c["connection_id"] == only]
         if not candidates:
             logger.info("no eligible runtime; turn stays queued", extra={"turn_id": turn_id})
             return None
-        chosen = candidates[0]
-        turn.set(status="in_progress", started_at=now(), claimed_by=chosen)
+        chosen = candidates[0]["connection_id"]
+        # Provenance: which engine runs this Turn (`scripted`, or the native engine and version).
+        turn.set(status="in_progress", started_at=now(), claimed_by=chosen,
+                 x_agents_core={"engine": candidates[0].get("engine", "unknown")})
         # The connection remembers what it claimed, so losing it fails those Turns at once.
         draft.tx.put({**conn_key(chosen, f"CLAIM#{turn_id}"), "kind": "claim", "tenant": tenant,
                       "session_id": session_id, "turn_id": turn_id, "ttl": now() + 2 * 3600})
@@ -360,6 +369,12 @@ def _terminal(status: str):
     def apply(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: dict[str, Any]) -> None:
         out.update(terminal=status, token=turn.task_token)
         draft.dirty = True
+        error = msg.get("error")
+        if status == "failed" and isinstance(error, dict) and isinstance(error.get("message"), str):
+            # What the Harness reported (e.g. an MCP server that failed verification), readable on the
+            # Turn as x_agents_core.error; the public `error` stays the contract's generic one.
+            detail = error["message"].encode("utf-8", "replace").decode()[:500]
+            turn.set(x_agents_core={**(turn.doc.get("x_agents_core") or {}), "error": {"message": detail}})
     return apply
 
 

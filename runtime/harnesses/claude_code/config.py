@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import one, output_schema, placement, tools_of
+from ..common import one, output_schema, placement, tools_of
 
 FUNCTIONS_SERVER = "functions"  # the adapter's own MCP server carrying the caller's functions
 NATIVE_TO_LEAVE = ("StructuredOutput", "ToolSearch")

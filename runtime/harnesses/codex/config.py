@@ -20,7 +20,7 @@ from typing import Any, Optional
 
 import tomli_w
 
-from . import AdapterError, one, output_schema, tools_of
+from ..common import AdapterError, one, output_schema, tools_of
 
 try:
     from agents_contract.harnessconfig import CODEX_RESERVED_LABELS

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import one, placement, tools_of
+from ..common import one, placement, tools_of
 
 FUNCTIONS_SERVER = "functions"
 

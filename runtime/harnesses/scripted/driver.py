@@ -22,10 +22,10 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any, Optional
 
-Emit = Callable[[dict[str, Any]], None]
+from ...protocol import TurnChannel
+from .. import HarnessDriver, TurnHandle
 
 
 class Cancelled(Exception):
@@ -45,54 +45,62 @@ def script_lines(items: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-class TurnRunner:
+class ScriptedDriver(HarnessDriver):
+    """Runs every Turn of `harness` on the scripted engine (serving a native name impersonates it)."""
+
+    engine = "scripted"
+
+    def __init__(self, harness: str = "scripted"):
+        self.harness = harness
+
+    def start_turn(self, start: dict[str, Any], channel: TurnChannel) -> TurnRunner:
+        runner = TurnRunner(start, channel)
+        runner.start()
+        return runner
+
+
+class TurnRunner(TurnHandle):
     """Runs one Turn in its own thread; `deliver` feeds it Core's turn.* messages."""
 
-    def __init__(self, start: dict[str, Any], send: Emit, heartbeat_seconds: float = 5.0):
+    def __init__(self, start: dict[str, Any], channel: TurnChannel):
         self.start_message = start
-        self.route = {k: start[k] for k in ("tenant", "session_id", "turn_id")}
-        self.send_raw = send
-        self.seq = 0
+        self.channel = channel
         self.inbox: queue.Queue[dict[str, Any]] = queue.Queue()
         self.results: dict[str, dict[str, Any]] = {}
         self.cancelled = threading.Event()
-        self.done = threading.Event()
-        self.heartbeat_seconds = heartbeat_seconds
         self.steps = script_lines(start.get("input", []))
         self.schema = (start.get("execution_controls") or {}).get("output_format", {}).get("schema")
-        self._lock = threading.Lock()
 
     # -- Core -> Runtime ---------------------------------------------------------------------------
-    def deliver(self, message: dict[str, Any]) -> None:
-        if message.get("type") == "turn.cancel":
-            self.cancelled.set()
-        self.inbox.put(message)
+    def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
+        self.inbox.put({"type": "turn.tool_result", "call_id": call_id, "result": result})
+
+    def steer(self, item: dict[str, Any]) -> None:
+        self.inbox.put({"type": "turn.input", "item": item})
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+        self.inbox.put({"type": "turn.cancel"})
 
     # -- Runtime -> Core ---------------------------------------------------------------------------
     def emit(self, action: str, **fields: Any) -> None:
-        with self._lock:
-            self.seq += 1
-            self.send_raw({"action": action, **self.route, "seq": self.seq, **fields})
+        self.channel.emit(action, **fields)
 
     def start(self) -> threading.Thread:
-        thread = threading.Thread(target=self._run, name=f"turn-{self.route['turn_id']}", daemon=True)
+        thread = threading.Thread(target=self._run, name=f"turn-{self.channel.turn_id}", daemon=True)
         thread.start()
-        threading.Thread(target=self._heartbeats, daemon=True).start()
+        self.channel.start_heartbeats()
         return thread
-
-    def _heartbeats(self) -> None:
-        while not self.done.wait(self.heartbeat_seconds):
-            self.emit("turn.heartbeat")
 
     def _run(self) -> None:
         try:
             self._execute()
         except Cancelled:
-            self.emit("turn.cancelled")
+            self.channel.finish("turn.cancelled")
         except Exception as exc:  # noqa: BLE001 - any harness failure fails the Turn
-            self.emit("turn.failed", error={"message": str(exc)[:200]})
+            self.channel.finish("turn.failed", error={"message": str(exc)[:200]})
         finally:
-            self.done.set()
+            self.channel.done.set()
 
     def _execute(self) -> None:
         says = [i for i, s in enumerate(self.steps) if s.split(" ", 1)[0] == "say"]
@@ -121,35 +129,19 @@ class TurnRunner:
             elif verb == "sleep":
                 self._sleep(float(rest or 1))
             elif verb == "fail":
-                self.emit("turn.failed", error={"message": "The script asked the Turn to fail."})
+                self.channel.finish("turn.failed", error={"message": "The script asked the Turn to fail."})
                 return
             else:
                 self._message(f"scripted harness: unknown step {step!r}", "commentary")
             index += 1
-        self.emit("turn.completed")
+        self.channel.finish("turn.completed")
 
     def _check_cancel(self) -> None:
         if self.cancelled.is_set():
             raise Cancelled()
 
-    def emit_batch(self, observations: list[tuple[str, dict[str, Any]]]) -> None:
-        """Several observations of this Turn in one message (Core applies them in one commit)."""
-        with self._lock:
-            batch = []
-            for action, fields in observations:
-                self.seq += 1
-                batch.append({"action": action, "seq": self.seq, **fields})
-            self.send_raw({"action": "turn.batch", **self.route, "observations": batch})
-
     def _message(self, text: str, phase: str) -> None:
-        item_id = _new("msg")
-        self.emit_batch([
-            ("turn.item.added", {"item": {"id": item_id, "type": "message", "role": "assistant", "phase": phase,
-                                          "status": "in_progress", "content": []}}),
-            ("turn.output_text.delta", {"item_id": item_id, "content_index": 0, "delta": text}),  # the whole text
-            ("turn.item.done", {"item": {"id": item_id, "type": "message", "role": "assistant", "phase": phase,
-                                         "status": "completed", "content": [{"type": "output_text", "text": text}]}}),
-        ])
+        self.channel.message(_new("msg"), text, phase)
 
     def _call(self, rest: str, child: Optional[str] = None, abandon: bool = False) -> None:
         name, _, raw = rest.partition(" ")
@@ -213,31 +205,3 @@ class TurnRunner:
         while time.time() < end:
             self._check_cancel()
             time.sleep(min(0.1, end - time.time()) if end > time.time() else 0)
-
-
-class ScriptedRuntime:
-    """Routes Core's messages to Turn runners; transport-agnostic (`send` posts one message)."""
-
-    def __init__(self, send: Emit, heartbeat_seconds: float = 5.0):
-        self.send = send
-        self.heartbeat_seconds = heartbeat_seconds
-        self.turns: dict[str, TurnRunner] = {}
-        self.errors: list[dict[str, Any]] = []
-        self.welcomed = threading.Event()
-
-    def on_message(self, message: dict[str, Any]) -> None:
-        kind = message.get("type")
-        if kind == "runtime.welcome":
-            self.welcomed.set()
-        elif kind == "turn.start":
-            if message["turn_id"] in self.turns:
-                return  # a redelivered start (the Dispatch task retried): the Turn runs once
-            runner = TurnRunner(message, self.send, self.heartbeat_seconds)
-            self.turns[message["turn_id"]] = runner
-            runner.start()
-        elif kind in ("turn.input", "turn.tool_result", "turn.cancel"):
-            runner = self.turns.get(message.get("turn_id", ""))
-            if runner is not None and not runner.done.is_set():
-                runner.deliver(message)
-        elif kind == "error":
-            self.errors.append(message)

@@ -1,0 +1,495 @@
+"""The Codex driver: one `codex app-server` process per Session, with a private `CODEX_HOME` whose
+`config.toml` is the adapter's translation of the frozen snapshot (config.py).
+
+- Application functions are `dynamicTools` (`deferLoading` from `defer_loading`). A native
+  `item/tool/call` becomes the function call observation (call_id = the native callId); the admitted
+  result answers that JSON-RPC request unchanged (a string -> inputText, image parts -> inputImage).
+  The receipt is sent only when the matching `dynamicToolCall` item completes after our answer; a call
+  that completes without our answer, or in an interrupted turn, is an abandonment, never a receipt.
+- The schema goes unchanged as `outputSchema` on every root `turn/start`, resumed threads included;
+  the native final agent message is published unchanged. Steering is `turn/steer`, cancel
+  `turn/interrupt`.
+- Declared MCP servers are verified in the configuration Codex actually loaded (`config/read`) before
+  the thread starts, so before any native connection; a failure fails the start with its reason.
+- The native thread id is kept in the Session's state directory: after a Runtime restart the next
+  Turn resumes the thread's history (`thread/resume`). Core still fails claimed work without replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import pathlib
+import threading
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ...protocol import TurnChannel, assistant_message
+from .. import HarnessDriver, TurnHandle
+from ..common import AdapterError, placement, tools_of
+from . import config as adapter
+from .rpc import JsonRpcPeer, ProcessExited, RpcError
+
+log = logging.getLogger("runtime.codex")
+
+CLIENT_INFO = {"name": "agents-core-runtime", "title": "agents-core Runtime", "version": "0.1.0"}
+START_TIMEOUT = 60.0
+
+
+class CodexUnavailable(Exception):
+    """The Codex binary is missing or does not run: a Runtime start error, never a hang."""
+
+
+def find_codex(explicit: Optional[str] = None) -> str:
+    """The pinned binary from PyPI `openai-codex-cli-bin`, or an explicit path / $CODEX_BIN."""
+    candidate = explicit or os.environ.get("CODEX_BIN")
+    if not candidate:
+        try:
+            from codex_cli_bin import bundled_codex_path
+
+            candidate = str(bundled_codex_path())
+        except (ImportError, FileNotFoundError) as exc:
+            raise CodexUnavailable(
+                "The Codex binary is not installed: `pip install openai-codex-cli-bin==0.163.0` "
+                f"(make test installs it), or set CODEX_BIN. ({exc})") from None
+    if not os.access(candidate, os.X_OK):
+        raise CodexUnavailable(f"The Codex binary '{candidate}' is not an executable file.")
+    return candidate
+
+
+def codex_version(binary: str) -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30, check=True)  # noqa: S603
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise CodexUnavailable(f"The Codex binary '{binary}' does not run: {exc}") from None
+    return out.stdout.strip().split()[-1]
+
+
+@dataclass
+class Provider:
+    """Which model provider Codex talks to.
+
+    `scripted`: the embedded loopback provider (no key; network-off features, only loopback traffic).
+    `openai`: the real OpenAI Responses API with OPENAI_API_KEY (optional base URL); native behaviour
+    for undeclared servers, apps and plugins is kept.
+    """
+
+    kind: str  # "scripted" | "openai"
+    base_url: str
+    env_key: Optional[str] = None
+
+    def native(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": self.kind, "base_url": self.base_url, "wire_api": "responses"}
+        if self.env_key:
+            entry["env_key"] = self.env_key
+        if self.kind == "scripted":
+            entry.update(request_max_retries=0, stream_max_retries=0)
+        out: dict[str, Any] = {"model_provider": "agents_core", "model_providers": {"agents_core": entry}}
+        if self.kind == "scripted":
+            out["features"] = {"plugins": False, "apps": False, "remote_plugin": False}
+        return out
+
+
+def native_config(start: dict[str, Any], provider: Provider) -> dict[str, Any]:
+    """config.toml: the adapter's translation of the snapshot plus the provider selection."""
+    native = adapter.config(start)
+    merged: dict[str, Any] = {"model": start["agent"]["model"], "approval_policy": "never", **native}
+    for key, value in provider.native().items():
+        if key == "features":
+            merged["features"] = {**value, **(merged.get("features") or {})}
+        else:
+            merged[key] = value
+    verbosity = (start.get("execution_controls") or {}).get("verbosity")
+    if verbosity:
+        merged["model_verbosity"] = verbosity
+    return merged
+
+
+def dynamic_tools(start: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"type": "function", "name": t["name"], "description": t.get("description") or "",
+             "inputSchema": t["parameters"], "deferLoading": bool(t.get("defer_loading"))}
+            for t in tools_of(start, "function")]
+
+
+def user_input(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """A user message Item's content as native UserInput parts."""
+    parts: list[dict[str, Any]] = []
+    for part in item.get("content") or []:
+        if part.get("type") == "input_text":
+            parts.append({"type": "text", "text": part["text"], "text_elements": []})
+        elif part.get("type") == "input_image" and part.get("image_url"):
+            parts.append({"type": "image", "url": part["image_url"]})
+    return parts
+
+
+def result_content(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The caller's result as native content items, unchanged: a string -> inputText, parts in order."""
+    output = result.get("output")
+    if output is None:
+        error = result.get("error")
+        return [{"type": "inputText", "text": error if isinstance(error, str) else ""}]
+    if isinstance(output, str):
+        return [{"type": "inputText", "text": output}]
+    items: list[dict[str, Any]] = []
+    for part in output:
+        kind = part.get("type")
+        if kind in ("input_text", "output_text", "text"):
+            items.append({"type": "inputText", "text": part.get("text", "")})
+        elif kind == "input_image":
+            items.append({"type": "inputImage", "imageUrl": part.get("image_url", "")})
+    return items
+
+
+def turn_start_params(start: dict[str, Any], thread_id: str) -> dict[str, Any]:
+    params: dict[str, Any] = {"threadId": thread_id,
+                              "input": [p for item in start.get("input", []) for p in user_input(item)]}
+    params.update(adapter.turn_params(start))  # outputSchema, unchanged, on every root Turn
+    agent = start["agent"]
+    reasoning = agent.get("reasoning") or {}
+    if reasoning.get("effort"):
+        params["effort"] = reasoning["effort"]
+    if reasoning.get("summary"):
+        params["summary"] = reasoning["summary"]
+    if agent.get("service_tier"):
+        params["serviceTier"] = agent["service_tier"]
+    return params
+
+
+class CodexDriver(HarnessDriver):
+    harness = "codex"
+
+    def __init__(self, provider: Provider, state_dir: str, binary: Optional[str] = None,
+                 idle_seconds: float = 600.0):
+        self.binary = find_codex(binary)
+        self.version = codex_version(self.binary)
+        self.engine = f"codex {self.version}"
+        self.provider = provider
+        self.state_dir = pathlib.Path(state_dir).expanduser().resolve() / "codex"
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.idle_seconds = idle_seconds
+        self.sessions: dict[str, CodexSession] = {}
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="codex-driver", daemon=True)
+        self._thread.start()
+
+    def submit(self, coroutine: Any) -> Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def start_turn(self, start: dict[str, Any], channel: TurnChannel) -> CodexTurn:
+        session_id = start["session_id"]
+        session = self.sessions.get(session_id)
+        if session is None:
+            session = self.sessions[session_id] = CodexSession(self, start)
+        turn = CodexTurn(session, start, channel)
+        channel.start_heartbeats()
+        self.submit(session.run(turn))
+        return turn
+
+    def close(self) -> None:
+        async def stop_all() -> None:
+            await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)
+        try:
+            self.submit(stop_all()).result(timeout=10)
+        except Exception:  # noqa: BLE001 - shutting down anyway
+            log.warning("some codex processes did not stop cleanly")
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class CodexSession:
+    """One Session's native state: its CODEX_HOME, its app-server process and its thread."""
+
+    def __init__(self, driver: CodexDriver, start: dict[str, Any]):
+        self.driver = driver
+        self.session_id = start["session_id"]
+        self.root = driver.state_dir / _safe(self.session_id)
+        self.home = self.root / "home"
+        self.home.mkdir(parents=True, exist_ok=True)
+        if placement(start) == "none":
+            self.cwd = self.root / "work"  # environment none: a private empty directory, read-only
+            self.cwd.mkdir(exist_ok=True)
+            self.sandbox = "read-only"
+        else:
+            self.cwd = pathlib.Path(start["environment"].get("workspace_directory") or self.root / "work")
+            self.sandbox = "workspace-write"
+        self.peer: Optional[JsonRpcPeer] = None
+        self.thread_id: Optional[str] = self._saved_thread()
+        self.current: Optional[CodexTurn] = None
+        self.lock = asyncio.Lock()
+        self._idle: Optional[asyncio.TimerHandle] = None
+
+    # -- state -------------------------------------------------------------------------------------
+    def _saved_thread(self) -> Optional[str]:
+        try:
+            return json.loads((self.root / "thread.json").read_text())["thread_id"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def _save_thread(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        (self.root / "thread.json").write_text(json.dumps({"thread_id": thread_id}))
+
+    # -- process -----------------------------------------------------------------------------------
+    async def _ensure(self, start: dict[str, Any]) -> JsonRpcPeer:
+        if self.peer is not None and self.peer.alive:
+            return self.peer
+        native = native_config(start, self.driver.provider)
+        declared = adapter.config(start)
+        (self.home / "config.toml").write_text(adapter.render_toml(native))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENTS_CORE_"))}
+        env["CODEX_HOME"] = str(self.home)
+        peer = JsonRpcPeer(self._notification, self._request, self._exited)
+        await peer.spawn([self.driver.binary, "app-server"], env, str(self.cwd))
+        try:
+            await peer.request("initialize", {"clientInfo": CLIENT_INFO, "capabilities": {"experimentalApi": True}},
+                               timeout=START_TIMEOUT)
+            await peer.notify("initialized")
+            # Before any native connection: the configuration Codex actually loaded keeps every
+            # declared server (URL or command, bearer reference, headers), and no stored credential.
+            loaded = await peer.request("config/read", {"cwd": str(self.cwd)}, timeout=START_TIMEOUT)
+            adapter.verify_servers(declared, (loaded or {}).get("config") or {})
+            requirements = await peer.request("configRequirements/read", None, timeout=START_TIMEOUT)
+            adapter.check_managed_requirements(declared, (requirements or {}).get("requirements") or {})
+            params = {"cwd": str(self.cwd), "approvalPolicy": "never", "sandbox": self.sandbox}
+            if self.thread_id:
+                await peer.request("thread/resume", {"threadId": self.thread_id, **params}, timeout=START_TIMEOUT)
+            else:
+                started = await peer.request("thread/start", {**params, "ephemeral": False,
+                                                              "dynamicTools": dynamic_tools(start)},
+                                             timeout=START_TIMEOUT)
+                self._save_thread(started["thread"]["id"])
+        except BaseException:
+            await peer.close()
+            raise
+        self.peer = peer
+        return peer
+
+    def _exited(self, code: Optional[int]) -> None:
+        turn = self.current
+        if turn is not None and not turn.done:
+            tail = " ".join(self.peer.stderr_tail[-3:]) if self.peer else ""
+            turn.channel.finish("turn.failed", error={"message": f"The Codex process exited ({code}). {tail}"[:400]})
+            turn.finished.set()
+
+    async def stop(self) -> None:
+        if self.peer is not None:
+            await self.peer.close()
+
+    # -- a Turn --------------------------------------------------------------------------------------
+    async def run(self, turn: CodexTurn) -> None:
+        async with self.lock:
+            if self._idle is not None:
+                self._idle.cancel()
+            self.current = turn
+            try:
+                await turn.run()
+            except (AdapterError, RpcError, ProcessExited, OSError, TimeoutError) as exc:
+                turn.channel.finish("turn.failed", error={"message": str(exc)[:400]})
+            except Exception as exc:  # noqa: BLE001 - a driver bug fails this Turn only
+                log.exception("codex turn %s failed", turn.channel.turn_id)
+                turn.channel.finish("turn.failed", error={"message": f"The Codex driver failed: {exc}"[:400]})
+            finally:
+                self.current = None
+                self._idle = asyncio.get_running_loop().call_later(
+                    self.driver.idle_seconds, lambda: asyncio.ensure_future(self.stop()))
+
+    def _notification(self, method: str, params: dict[str, Any]) -> None:
+        if self.current is not None:
+            self.current.on_notification(method, params)
+
+    def _request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        if method == "item/tool/call" and self.current is not None:
+            self.current.on_tool_call(request_id, params)
+            return
+        # No native permission prompt or user-input request ever reaches Core: decline it.
+        asyncio.ensure_future(self._decline(request_id, method))
+
+    async def _decline(self, request_id: Any, method: str) -> None:
+        if self.peer is not None and self.peer.alive:
+            await self.peer.respond_error(request_id, -32601, f"{method} is not available in this Runtime.")
+
+
+@dataclass
+class _Call:
+    request_id: Any
+    answer: Optional[dict[str, Any]] = None
+
+
+class CodexTurn(TurnHandle):
+    def __init__(self, session: CodexSession, start: dict[str, Any], channel: TurnChannel):
+        self.session = session
+        self.start = start
+        self.channel = channel
+        self.native_turn: Optional[str] = None
+        self.calls: dict[str, _Call] = {}
+        self.messages: set[str] = set()  # agentMessage items announced (item.added sent)
+        self.held: Optional[dict[str, Any]] = None  # a completed message whose phase is still unknown
+        self.cancel_requested = False
+        self.last_error: Optional[str] = None
+        self.finished = asyncio.Event()
+        self._early: list[dict[str, Any]] = []  # steering that arrived before turn/start answered
+
+    # -- Core -> Harness (called from the Runtime's thread) -----------------------------------------
+    def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
+        self.session.driver.submit(self._answer(call_id, result))
+
+    def steer(self, item: dict[str, Any]) -> None:
+        self.session.driver.submit(self._steer(item))
+
+    def cancel(self) -> None:
+        self.session.driver.submit(self._cancel())
+
+    # -- the Turn --------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        peer = await self.session._ensure(self.start)
+        if self.cancel_requested:
+            self.channel.finish("turn.cancelled")
+            return
+        response = await peer.request("turn/start", turn_start_params(self.start, self.session.thread_id or ""),
+                                      timeout=START_TIMEOUT)
+        self.native_turn = response["turn"]["id"]
+        for item in self._early:
+            await self._steer(item)
+        self._early.clear()
+        if self.cancel_requested:
+            await self._interrupt()
+        await self.finished.wait()
+
+    async def _answer(self, call_id: str, result: dict[str, Any]) -> None:
+        call = self.calls.get(call_id)
+        peer = self.session.peer
+        if call is None or call.answer is not None or peer is None or not peer.alive:
+            return  # unknown here, or a redelivered result: a no-op
+        call.answer = {"success": bool(result.get("success", True)), "contentItems": result_content(result)}
+        await peer.respond(call.request_id, call.answer)
+
+    async def _steer(self, item: dict[str, Any]) -> None:
+        if self.native_turn is None:
+            self._early.append(item)
+            return
+        peer = self.session.peer
+        if peer is None or self.done:
+            return
+        try:
+            await peer.request("turn/steer", {"threadId": self.session.thread_id, "expectedTurnId": self.native_turn,
+                                              "input": user_input(item)})
+        except RpcError as exc:
+            log.warning("steering input not accepted by Codex: %s", exc)
+
+    async def _cancel(self) -> None:
+        self.cancel_requested = True
+        if self.native_turn is not None:
+            await self._interrupt()
+
+    async def _interrupt(self) -> None:
+        peer = self.session.peer
+        if peer is not None and peer.alive and not self.done:
+            try:
+                await peer.request("turn/interrupt", {"threadId": self.session.thread_id, "turnId": self.native_turn})
+            except RpcError as exc:
+                log.warning("turn/interrupt failed: %s", exc)
+
+    # -- Harness -> Core (on the driver's loop) ----------------------------------------------------------
+    def on_tool_call(self, request_id: Any, params: dict[str, Any]) -> None:
+        call_id = str(params.get("callId"))
+        self._release_held("commentary")
+        self.calls[call_id] = _Call(request_id)
+        self.channel.emit("turn.function_call", call_id=call_id, name=params.get("tool"),
+                          arguments=params.get("arguments"), item_id=call_id)
+
+    def on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "item/started":
+            self._item_started(params.get("item") or {})
+        elif method == "item/agentMessage/delta":
+            if params.get("itemId") in self.messages:
+                self.channel.emit("turn.output_text.delta", item_id=params["itemId"], content_index=0,
+                                  delta=params.get("delta", ""))
+        elif method == "item/completed":
+            self._item_completed(params.get("item") or {})
+        elif method == "error":
+            error = params.get("error") or {}
+            if not params.get("willRetry"):
+                self.last_error = error.get("message")
+        elif method == "turn/completed":
+            turn = params.get("turn") or {}
+            if self.native_turn is not None and turn.get("id") != self.native_turn:
+                return
+            self._completed(turn)
+
+    def _item_started(self, item: dict[str, Any]) -> None:
+        kind = item.get("type")
+        if kind == "userMessage" or not item.get("id"):
+            return
+        self._release_held("commentary")
+        if kind == "agentMessage":
+            self.messages.add(item["id"])
+            self.channel.emit("turn.item.added", item=assistant_message(item["id"], item.get("phase"),
+                                                                        "in_progress", None))
+
+    def _item_completed(self, item: dict[str, Any]) -> None:
+        kind = item.get("type")
+        if kind == "agentMessage" and item.get("id") in self.messages:
+            phase = item.get("phase")
+            done = assistant_message(item["id"], phase, "completed", item.get("text", ""))
+            if phase in ("commentary", "final_answer"):
+                self.channel.emit("turn.item.done", item=done)
+            else:
+                self.held = done  # the phase is known once something follows it, or the turn ends
+        elif kind == "dynamicToolCall":
+            call = self.calls.pop(str(item.get("id")), None)
+            if call is None:
+                return
+            # The receipt: the native tool result that appeared in the live Turn is the one we answered.
+            if call.answer is not None and item.get("contentItems") == call.answer["contentItems"]:
+                self.channel.emit("turn.tool_result.applied", call_id=str(item["id"]))
+            else:
+                self.channel.emit("turn.call.abandoned", call_id=str(item["id"]))
+        elif kind == "mcpToolCall":
+            self.channel.emit_batch([("turn.item.added", {"item": _mcp_item(item, "in_progress")}),
+                                     ("turn.item.done", {"item": _mcp_item(item, "completed")})])
+
+    def _release_held(self, phase: str) -> None:
+        if self.held is not None:
+            held, self.held = self.held, None
+            self.channel.emit("turn.item.done", item={**held, "phase": phase})
+
+    def _completed(self, turn: dict[str, Any]) -> None:
+        status = turn.get("status")
+        for call_id in list(self.calls):  # calls the turn ended without completing
+            self.calls.pop(call_id)
+            self.channel.emit("turn.call.abandoned", call_id=call_id)
+        if status == "completed":
+            self._release_held("final_answer")
+            self.channel.finish("turn.completed")
+        elif status == "interrupted":
+            self._release_held("commentary")
+            if self.cancel_requested:
+                self.channel.finish("turn.cancelled")
+            else:
+                self.channel.finish("turn.failed", error={"message": "Codex interrupted the Turn."})
+        else:
+            self._release_held("commentary")
+            message = ((turn.get("error") or {}).get("message") or self.last_error
+                       or "Codex failed the Turn.")
+            self.channel.finish("turn.failed", error={"message": str(message)[:400]})
+        self.finished.set()
+
+
+def _mcp_item(item: dict[str, Any], status: str) -> dict[str, Any]:
+    """A native mcpToolCall as a public mcp_call Item: original server and tool names, the observed
+    native result kept as it was."""
+    done = status == "completed"
+    error = item.get("error") if done else None
+    return {"id": item.get("id") or f"mcp_{uuid.uuid4().hex[:12]}", "type": "mcp_call",
+            "server_label": item.get("server", ""), "name": item.get("tool", ""),
+            "arguments": item.get("arguments"), "output": item.get("result") if done else None,
+            "error": error, "status": ("failed" if error else "completed") if done else "in_progress"}
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:120]

@@ -1,0 +1,93 @@
+"""The OpenAI Responses API dialect (`POST /v1/responses`, streamed as SSE), which Codex speaks.
+
+Events: `response.created`; per output item `response.output_item.added`, `response.output_text.delta`
+(text), `response.output_item.done` (a `function_call` item has `call_id`, `name`, `arguments`);
+`response.completed` with `usage`. `fail` answers HTTP 400 with an error body.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from . import script
+
+if TYPE_CHECKING:
+    from . import _Handler
+
+# Texts a Harness adds as user messages of its own (environment, instructions): never the script.
+HARNESS_CONTEXT_PREFIXES = ("<environment_context", "<user_instructions", "<permissions", "# AGENTS.md",
+                            "<user_shell_command", "<turn_aborted", "<skill")
+
+
+def _text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.get("text", "") for p in content or [] if isinstance(p, dict)
+                     and p.get("type") in ("input_text", "text"))
+
+
+def conversation_state(body: dict[str, Any]) -> tuple[str, int]:
+    """(the latest user message's text, how many function outputs came back after it)."""
+    items = body.get("input")
+    if isinstance(items, str):
+        return items, 0
+    latest, outputs = "", 0
+    for item in items or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type", "message") == "message" and item.get("role") == "user":
+            text = _text(item)
+            if text.strip() and not text.lstrip().startswith(HARNESS_CONTEXT_PREFIXES):
+                latest, outputs = text, 0
+        elif item.get("type") in ("function_call_output", "custom_tool_call_output", "mcp_call_output"):
+            outputs += 1
+    return latest, outputs
+
+
+def answer(handler: _Handler, body: dict[str, Any]) -> None:
+    text, outputs = conversation_state(body)
+    plan = script.next_response(script.parse(text), outputs)
+    if plan.sleep:
+        time.sleep(plan.sleep)
+    if plan.fail is not None:
+        handler.error(400, plan.fail)
+        return
+    response_id = f"resp_{uuid.uuid4().hex[:24]}"
+    model = body.get("model", "scripted")
+    handler.start_sse()
+    handler.event("response.created", {"type": "response.created",
+                                       "response": {"id": response_id, "object": "response", "model": model,
+                                                    "status": "in_progress", "output": []}})
+    output: list[dict[str, Any]] = []
+    for index, text in enumerate(plan.texts):
+        item_id = f"msg_{uuid.uuid4().hex[:24]}"
+        last = index == len(plan.texts) - 1
+        phase = "final_answer" if last and not plan.calls else "commentary"
+        item = {"type": "message", "id": item_id, "role": "assistant", "status": "in_progress", "content": [],
+                "phase": phase}
+        handler.event("response.output_item.added", {"type": "response.output_item.added",
+                                                     "output_index": len(output), "item": item})
+        handler.event("response.output_text.delta", {"type": "response.output_text.delta", "item_id": item_id,
+                                                     "output_index": len(output), "content_index": 0,
+                                                     "delta": text})
+        done = {**item, "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}]}
+        handler.event("response.output_item.done", {"type": "response.output_item.done",
+                                                    "output_index": len(output), "item": done})
+        output.append(done)
+    for call in plan.calls:
+        item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:24]}", "status": "completed",
+                "call_id": f"call_{uuid.uuid4().hex[:24]}", "name": call.name, "arguments": call.arguments}
+        handler.event("response.output_item.added", {"type": "response.output_item.added",
+                                                     "output_index": len(output), "item": item})
+        handler.event("response.output_item.done", {"type": "response.output_item.done",
+                                                    "output_index": len(output), "item": item})
+        output.append(item)
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+    handler.event("response.completed", {"type": "response.completed",
+                                         "response": {"id": response_id, "object": "response", "model": model,
+                                                      "status": "completed", "output": output, "usage": usage}})

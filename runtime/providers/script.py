@@ -1,0 +1,106 @@
+"""The script language the scripted model provider plays, shared by every dialect.
+
+The latest user message's text is the script, one step per line; the conversation so far (how many
+function outputs came back after that message) says which line is next:
+
+    say TEXT              assistant text
+    answer TEXT           the final answer (under a json_schema text.format, TEXT is the JSON document)
+    call NAME {json}      a call of the declared function NAME; the script continues after its output
+    parallel N NAME {json}  N calls at once in one response; continues after all N outputs
+    sleep S               the provider waits S seconds before answering
+    fail                  the provider answers with an error, so the Turn fails
+
+One model response runs from the current line through the next call (inclusive) or to the end.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class Step:
+    verb: str  # say | answer | call | sleep | fail
+    text: str = ""
+    name: str = ""
+    arguments: str = "{}"  # the JSON text exactly as scripted
+    seconds: float = 0.0
+
+
+@dataclass
+class Response:
+    """What the model answers to one request: texts then calls, or a failure."""
+
+    texts: list[str] = field(default_factory=list)
+    calls: list[Step] = field(default_factory=list)
+    sleep: float = 0.0
+    fail: Optional[str] = None
+    answered: bool = False  # an `answer` step was played
+
+
+def _arguments(raw: str) -> str:
+    raw = raw.strip() or "{}"
+    json.loads(raw)  # a malformed script is the script author's error: fail loudly
+    return raw
+
+
+def parse(script: str) -> list[Step]:
+    steps: list[Step] = []
+    for line in script.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        verb, _, rest = line.partition(" ")
+        if verb in ("say", "answer"):
+            steps.append(Step(verb, text=rest))
+        elif verb == "call":
+            name, _, raw = rest.strip().partition(" ")
+            steps.append(Step("call", name=name, arguments=_arguments(raw)))
+        elif verb == "parallel":
+            count, _, call = rest.strip().partition(" ")
+            name, _, raw = call.strip().partition(" ")
+            steps += [Step("call", name=name, arguments=_arguments(raw))] * max(1, int(count))
+        elif verb == "sleep":
+            steps.append(Step("sleep", seconds=float(rest or 1)))
+        elif verb == "fail":
+            steps.append(Step("fail", text=rest or "The scripted model was asked to fail."))
+        else:
+            steps.append(Step("say", text=f"scripted model: unknown step {line!r}"))
+    return steps
+
+
+def next_response(steps: list[Step], outputs_back: int) -> Response:
+    """The response after `outputs_back` function outputs came back for this script."""
+    response = Response()
+    index = 0
+    skip = outputs_back
+    while index < len(steps):
+        step = steps[index]
+        if step.verb == "call":
+            group = [step]
+            while index + len(group) < len(steps) and steps[index + len(group)] is step:
+                group.append(step)  # a `parallel` group: the same step repeated
+            if skip >= len(group):
+                skip -= len(group)
+                response = Response()  # what came before was answered in an earlier response
+                index += len(group)
+                continue
+            response.calls = group
+            return response
+        if step.verb in ("say", "answer"):
+            response.texts.append(step.text)
+            response.answered = response.answered or step.verb == "answer"
+        elif step.verb == "sleep":
+            response.sleep += step.seconds
+        elif step.verb == "fail":
+            response.fail = step.text
+            return response
+        index += 1
+    return response
+
+
+def describe(request_tools: list[dict[str, Any]]) -> list[str]:
+    """The tool names a request offered (for logs and tests)."""
+    return [str(t.get("name") or t.get("type")) for t in request_tools]

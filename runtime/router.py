@@ -1,0 +1,88 @@
+"""Routes Core's messages to harness drivers and their running Turns; transport-agnostic (`send`
+posts one message). Which driver serves a Harness is decided once, at construction."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from .harnesses import HarnessDriver, TurnHandle
+from .protocol import Emit, TurnChannel
+
+log = logging.getLogger("runtime")
+
+
+class Runtime:
+    def __init__(self, send: Emit, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0):
+        self.send = send
+        self.drivers = drivers
+        self.heartbeat_seconds = heartbeat_seconds
+        self.turns: dict[str, TurnHandle] = {}
+        self.errors: list[dict[str, Any]] = []
+        self.welcomed = threading.Event()
+        self._lock = threading.Lock()
+
+    def on_message(self, message: dict[str, Any]) -> None:
+        kind = message.get("type")
+        if kind == "runtime.welcome":
+            self.welcomed.set()
+            log.info("connected; serving %s", ", ".join(f"{h} ({d.engine})" for h, d in self.drivers.items()))
+        elif kind == "turn.start":
+            self._start(message)
+        elif kind in ("turn.input", "turn.tool_result", "turn.cancel"):
+            with self._lock:  # drivers' deliver() never blocks
+                handle = self.turns.get(message.get("turn_id", ""))
+                if handle is not None and not handle.done:
+                    handle.deliver(message)
+        elif kind == "error":
+            self.errors.append(message)
+            error = message.get("error") or {}
+            log.warning("Core rejected a message (ref %s): %s", message.get("ref"), error.get("message"))
+
+    def _start(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            if message["turn_id"] in self.turns:
+                return  # a redelivered start (the Dispatch task retried): the Turn runs once
+            channel = TurnChannel(message, self.send, self.heartbeat_seconds)
+            driver = self.drivers.get(message.get("harness", ""))
+            if driver is None:
+                channel.finish("turn.failed", error={"message": f"This Runtime does not serve '{message.get('harness')}'."})
+                return
+            self.turns[message["turn_id"]] = _Starting(channel)
+        try:
+            handle = driver.start_turn(message, channel)
+        except Exception as exc:  # noqa: BLE001 - a driver bug fails its Turn, never the Runtime
+            log.exception("driver %s could not start turn %s", driver.harness, message["turn_id"])
+            channel.finish("turn.failed", error={"message": f"The Harness could not start: {exc}"[:300]})
+            return
+        with self._lock:
+            pending = self.turns.get(message["turn_id"])
+            if isinstance(pending, _Starting):
+                for queued in pending.queued:
+                    handle.deliver(queued)
+            self.turns[message["turn_id"]] = handle
+
+    def close(self) -> None:
+        for driver in self.drivers.values():
+            driver.close()
+
+
+class _Starting(TurnHandle):
+    """A Turn whose driver is still starting: Core's messages wait here, in order."""
+
+    def __init__(self, channel: TurnChannel):
+        self.channel = channel
+        self.queued: list[dict[str, Any]] = []
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        self.queued.append(message)
+
+    def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
+        self.queued.append({"type": "turn.tool_result", "call_id": call_id, "result": result})
+
+    def steer(self, item: dict[str, Any]) -> None:
+        self.queued.append({"type": "turn.input", "item": item})
+
+    def cancel(self) -> None:
+        self.queued.append({"type": "turn.cancel"})
