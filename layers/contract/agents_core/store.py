@@ -26,6 +26,10 @@ from .settings import get_settings
 _ser = TypeSerializer()
 _de = TypeDeserializer()
 ITEM_LIMIT_BYTES = 400 * 1024
+TRANSACTION_ENTRIES = 100
+TRANSACTION_BYTES = 4 * 1024 * 1024
+ITEM_TOO_LARGE = "The change is too large to store: one stored item holds at most 400 KB."
+TRANSACTION_TOO_LARGE = "The change is too large to commit at once: one transaction holds at most 100 writes and 4 MB."
 _THROTTLES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
               "TransactionInProgressException", "InternalServerError"}
 
@@ -66,12 +70,36 @@ def unmarshal(item: dict[str, Any]) -> dict[str, Any]:
     return {k: _de.deserialize(v) for k, v in item.items()}
 
 
-def _size(item: dict[str, Any]) -> int:
-    total = 0
-    for k, v in item.items():
-        total += len(k.encode())
-        total += len(v.encode()) if isinstance(v, str) else 16
-    return total
+def _value_size(value: dict[str, Any]) -> int:
+    """DynamoDB's size of one AttributeValue (names and strings in UTF-8 bytes)."""
+    kind, v = next(iter(value.items()))
+    if kind == "S":
+        return len(v.encode())
+    if kind == "N":
+        return len(str(v).lstrip("-").replace(".", "")) // 2 + 2
+    if kind == "B":
+        return len(v)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + _value_size(x) + 1 for k, x in v.items())
+    if kind == "L":
+        return 3 + sum(_value_size(x) + 1 for x in v)
+    if kind == "SS":
+        return sum(len(x.encode()) for x in v)
+    if kind == "NS":
+        return sum(len(str(x)) // 2 + 2 for x in v)
+    return sum(len(x) for x in v)  # BS
+
+
+def item_size(marshalled: dict[str, Any]) -> int:
+    """The size DynamoDB counts against its 400 KB item limit."""
+    return sum(len(k.encode()) + _value_size(v) for k, v in marshalled.items())
+
+
+class CommitTooLarge(InvalidRequest):
+    """A change needs more than DynamoDB allows: one item holds at most 400 KB; one transaction at
+    most 100 writes and 4 MB. Answered as a 400 naming the limit (never a DynamoDB 400 -> 500)."""
 
 
 @dataclass
@@ -86,16 +114,18 @@ class Transaction:
 
     table: str
     entries: list[dict[str, Any]] = field(default_factory=list)
+    bytes: int = 0  # what DynamoDB counts against the 4 MB transaction limit (items written, values set)
 
     def put(self, item: dict[str, Any], condition: Optional[str] = None, names: Optional[dict] = None,
             values: Optional[dict] = None, return_old: bool = False) -> Transaction:
-        if _size(item) > ITEM_LIMIT_BYTES - 1024:
-            raise InvalidRequest(
-                "The resolved configuration is too large to store (DynamoDB items hold at most 400 KB).", param=None
-            )
-        entry: dict[str, Any] = {"TableName": self.table, "Item": marshal(item)}
+        marshalled = marshal(item)
+        size = item_size(marshalled)
+        if size > ITEM_LIMIT_BYTES:
+            raise CommitTooLarge(ITEM_TOO_LARGE, param=None)
+        entry: dict[str, Any] = {"TableName": self.table, "Item": marshalled}
         self._condition(entry, condition, names, values, return_old)
         self.entries.append({"Put": entry})
+        self.bytes += size
         return self
 
     def update(self, key: dict[str, str], expression: str, condition: Optional[str] = None,
@@ -103,7 +133,12 @@ class Transaction:
         entry: dict[str, Any] = {"TableName": self.table, "Key": marshal(key), "UpdateExpression": expression}
         self._condition(entry, condition, names, values, return_old)
         self.entries.append({"Update": entry})
+        self.bytes += item_size(entry["Key"]) + item_size(entry.get("ExpressionAttributeValues") or {})
         return self
+
+    def fits(self, entries: int = 0, size: int = 0) -> bool:
+        """Whether `entries` more writes of `size` bytes still fit in this transaction."""
+        return len(self.entries) + entries <= TRANSACTION_ENTRIES and self.bytes + size <= TRANSACTION_BYTES
 
     def check(self, key: dict[str, str], condition: str, names: Optional[dict] = None,
               values: Optional[dict] = None) -> Transaction:
@@ -194,6 +229,8 @@ class DynamoStore:
     def transact(self, tx: Transaction) -> None:
         if not tx.entries:
             return
+        if not tx.fits():
+            raise CommitTooLarge(TRANSACTION_TOO_LARGE, param=None)
         try:
             self.client.transact_write_items(TransactItems=tx.entries)
         except ClientError as exc:
@@ -208,8 +245,13 @@ class DynamoStore:
                 if any(c in ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
                        for c in codes):
                     raise Contention(codes) from exc
+                if "ValidationError" in codes:  # an entry's new item passed 400 KB
+                    raise CommitTooLarge(ITEM_TOO_LARGE, param=None) from exc
             if error.get("Code") in _THROTTLES:
                 raise Contention(error.get("Code")) from exc
+            if error.get("Code") == "ValidationException" and "size" in str(error.get("Message", "")).lower():
+                raise CommitTooLarge(ITEM_TOO_LARGE if "item" in str(error.get("Message", "")).lower()
+                                     else TRANSACTION_TOO_LARGE, param=None) from exc
             raise _domain(exc) from exc
 
     def query(self, *, pk: str, sk_prefix: Optional[str] = None, index: Optional[str] = None,
