@@ -18,7 +18,8 @@ MAX_EVENTS_PER_BATCH = 64
 METADATA_MAX_PAIRS = 16
 METADATA_MAX_KEY = 64
 METADATA_MAX_VALUE = 512
-# A tool result (its `output` and `error` as JSON) and all results of one batch together: the
-# result is stored with its call and carried to the Runtime in the batch's one outbox record, and
-# both are DynamoDB items of at most 400 KB.
-MAX_TOOL_RESULT_BYTES = 350_000
+# The tool results and input messages of one `events` batch, as JSON, together: a result is stored
+# with its call and carried to the Runtime, a message is stored as an Item and carried both as an
+# event and to the Runtime (so it counts twice), all in the batch's one outbox record, and every
+# one of those is a DynamoDB item of at most 400 KB.
+MAX_BATCH_CONTENT_BYTES = 350_000

@@ -13,14 +13,14 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from . import jsonutil, validation, wire
+from . import jsonutil, limits, validation, wire
 from .errors import InvalidRequest
 
 # ---- protocol checks shared by Agent save and Session creation ---------------------------------
 
-METADATA_MAX_PAIRS = 16
-METADATA_MAX_KEY = 64
-METADATA_MAX_VALUE = 512
+METADATA_MAX_PAIRS = limits.METADATA_MAX_PAIRS
+METADATA_MAX_KEY = limits.METADATA_MAX_KEY
+METADATA_MAX_VALUE = limits.METADATA_MAX_VALUE
 
 
 def check_metadata(metadata: Optional[dict[str, str]], param: str = "metadata") -> None:
@@ -161,12 +161,29 @@ def parse_agent_update(body: Any) -> wire.AgentUpdate:
     return request
 
 
+def check_nonempty_input(value: Any, param: str) -> None:
+    """An empty input cannot start a Turn (nor steer one)."""
+    if isinstance(value, list) and not value:
+        raise InvalidRequest(
+            f"Invalid '{param}': empty array. Expected an array with minimum length 1, but got an empty array "
+            "instead.", param=param)
+
+
 def parse_session_create(body: Any) -> wire.SessionCreate:
     request = validation.parse(wire.SessionCreate, body)
+    check_nonempty_input(request.input, "input")
     if request.agent is not None:
         _check_config(request.agent, request.agent.tools, "agent.")
     check_metadata(request.metadata)
     return request
+
+
+def parse_event_batch(body: Any) -> wire.EventBatch:
+    batch = validation.parse(wire.EventBatch, body)
+    for index, event in enumerate(batch.events):
+        if isinstance(event, wire.MessageEvent):
+            check_nonempty_input(event.input, f"events[{index}].input")
+    return batch
 
 
 def parse_session_update(body: Any) -> wire.SessionUpdate:

@@ -78,6 +78,8 @@ def delete(store: DynamoStore, tenant: str, agent_id: str) -> dict[str, Any]:
 
 
 def list_page(store: DynamoStore, tenant: str, params: ListParams) -> dict[str, Any]:
+    if params.after is not None and store.get(agent_key(tenant, params.after)) is None:
+        raise NotFound()  # a cursor that names no Agent of this tenant
     result = store.query(pk=f"T#{tenant}#AGENTS", index="GSI1", after=params.after, limit=params.limit,
                          ascending=params.ascending)
     return page([resources.agent_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)

@@ -13,7 +13,7 @@ import random
 import time
 from typing import Any, Optional
 
-from agents_contract import decisions, jsonutil, validation, wire
+from agents_contract import decisions, jsonutil, limits, parser, wire
 from agents_contract.errors import IdempotencyConflict, InvalidRequest, NotFound, Unavailable, UnsupportedConfiguration
 from agents_contract.harnessconfig import declaration
 
@@ -22,7 +22,8 @@ from .ids import now
 from .settings import get_settings
 from .store import Contention, DynamoStore, TransactionConflict, session_key
 
-MAX_EVENTS = 64
+MAX_EVENTS = limits.MAX_EVENTS_PER_BATCH
+CALL_ITEM_BUDGET = 399 * 1024  # a call item (arguments and result) within DynamoDB's 400 KB
 
 
 def _idem_key(tenant: str, key: str) -> dict[str, str]:
@@ -35,7 +36,7 @@ def call_record(item: dict[str, Any]) -> decisions.CallRecord:
 
 
 def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempotency_key: Optional[str]) -> None:
-    batch = validation.parse(wire.EventBatch, body)
+    batch = parser.parse_event_batch(body)
     if len(batch.events) > MAX_EVENTS:
         raise InvalidRequest(f"A batch holds at most {MAX_EVENTS} events.", param="events")
     if idempotency_key is not None and not 1 <= len(idempotency_key) <= 255:
@@ -60,13 +61,20 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
         calls = {item["call_id"]: item for item in found.values() if item.get("kind") == "call"}
         draft = engine.Draft(store, tenant, session_item)
         _apply(draft, batch.events, calls)
-        if not draft.dirty and not draft.tx.entries:
-            return  # identical retries only: accepted, nothing written
-        if idempotency_key:
-            draft.tx.put({**_idem_key(tenant, idempotency_key), "kind": "idempotency", "digest": batch_digest,
-                          "session_id": session_id, "ttl": now() + get_settings().idempotency_ttl_seconds},
-                         "attribute_not_exists(PK)")
+        idem = ({**_idem_key(tenant, idempotency_key), "kind": "idempotency", "digest": batch_digest,
+                 "session_id": session_id, "ttl": now() + get_settings().idempotency_ttl_seconds}
+                if idempotency_key else None)
         try:
+            if not draft.dirty and not draft.tx.entries:
+                # An empty batch or identical retries only: accepted and nothing changes, but a key
+                # still names this batch, so a different batch under it is a conflict later.
+                if idem is not None:
+                    store.transact(store.new_transaction()
+                                   .check(keys[0], "attribute_exists(PK)")
+                                   .put(idem, "attribute_not_exists(PK)"))
+                return
+            if idem is not None:
+                draft.tx.put(idem, "attribute_not_exists(PK)")
             draft.commit()
             return
         except (TransactionConflict, Contention):
@@ -77,7 +85,9 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
 def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, Any]]) -> None:
     records = {cid: call_record(item) for cid, item in calls.items()}
     decl = declaration(draft.snapshot.harness, draft.snapshot.impersonate)
+    content = 0
     for index, event in enumerate(events):
+        content += _check_content_size(event, index, content)
         if isinstance(event, wire.ToolResultEvent):
             decisions.check_result_content(decl, event, index)
             record = records.get(event.call_id)
@@ -90,6 +100,13 @@ def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, An
                     exc.param = f"events[{index}].{exc.param}"  # type: ignore[attr-defined]
                 raise
             if decision.outcome is decisions.Outcome.ACCEPT:
+                stored = len(calls[event.call_id].get("arguments") or "") + _json_bytes(
+                    decisions.result_as_sent(event)) + 2048
+                if stored > CALL_ITEM_BUDGET:
+                    raise InvalidRequest(
+                        "The tool result is too large to store with its call: the call's arguments and result "
+                        f"together may hold at most {CALL_ITEM_BUDGET - 2048} bytes of JSON.",
+                        param=_content_param(event, index))
                 _admit_result(draft, event, calls[event.call_id], decision.digest)
                 records[event.call_id] = decisions.CallRecord(
                     event.call_id, decision.call.turn_id, decisions.CallState.SUBMITTED,
@@ -101,6 +118,33 @@ def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, An
             _cancel(draft)
         else:
             raise UnsupportedConfiguration(f"{event.type} is not supported yet.", param=f"events[{index}].type")
+
+
+def _json_bytes(value: Any) -> int:
+    return len(jsonutil.dumps(value).encode())
+
+
+def _content_param(event: Any, index: int) -> str:
+    if isinstance(event, wire.MessageEvent):
+        return f"events[{index}].input"
+    return f"events[{index}].{'output' if event.given('output') or not event.given('error') else 'error'}"
+
+
+def _check_content_size(event: Any, index: int, used: int) -> int:
+    """The batch's tool results and messages within MAX_BATCH_CONTENT_BYTES (a message counts twice:
+    it is stored as an Item and carried as an event); returns this event's share."""
+    if isinstance(event, wire.ToolResultEvent):
+        size, what = _json_bytes(decisions.result_as_sent(event)), "tool result"
+    elif isinstance(event, wire.MessageEvent):
+        size, what = 2 * _json_bytes([[p.model_dump() for p in m.content] for m in event.input]), "message"
+    else:
+        return 0
+    if used + size > limits.MAX_BATCH_CONTENT_BYTES:
+        raise InvalidRequest(
+            f"The {what} is too large: the tool results and messages of one batch may hold at most "
+            f"{limits.MAX_BATCH_CONTENT_BYTES} bytes of JSON (a message counts twice); send it in its own batch "
+            "or make it smaller.", param=_content_param(event, index))
+    return size
 
 
 def _admit_result(draft: engine.Draft, event: wire.ToolResultEvent, call: dict[str, Any], digest: str) -> None:

@@ -12,7 +12,7 @@ import time
 from typing import Any, Optional
 
 from agents_contract import admission, jsonutil, parser, resources
-from agents_contract.errors import InvalidRequest, NotFound, Unavailable
+from agents_contract.errors import Conflict, InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
 from . import engine
@@ -152,8 +152,31 @@ def update(store: DynamoStore, tenant: str, session_id: str, body: Any) -> dict[
     return retrieve(store, tenant, session_id)
 
 
+RUNNING = ("The Session has running execution; cancel it first (an agent.session.input.cancel event), then "
+           "delete the Session once it is idle.")
+
+
 def delete(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
-    load(store, tenant, session_id)
+    """"Running execution must be cancelled first" (the SDK's sessions.delete): a Turn a Runtime
+    claimed and that has not settled is a 409. A queued Turn never started, so deleting cancels it.
+
+    The Session item goes first, conditioned on its commit sequence: every commit to the Session is
+    conditioned on that item, so once it is gone nothing more lands in the partition, and the rest
+    of the partition is then deleted without leaving orphans."""
+    for attempt in range(5):
+        item = load(store, tenant, session_id)
+        active = jsonutil.loads(item.get("active_turn") or "null")
+        if active and active.get("claimed_by"):
+            raise Conflict(RUNNING)
+        tx = store.new_transaction().delete(session_key(tenant, session_id), "out_seq = :seq",
+                                            values={":seq": int(item.get("out_seq", 0))})
+        try:
+            store.transact(tx)
+            break
+        except (TransactionConflict, Contention):
+            time.sleep(0.01 * (2 ** attempt))  # a commit landed meanwhile: decide again
+    else:
+        raise Unavailable()
     store.delete_partition(session_pk(tenant, session_id))
     return {"id": session_id, "object": "agent.session.deleted", "deleted": True}
 
@@ -167,6 +190,8 @@ def list_page(store: DynamoStore, tenant: str, params: ListParams, query: dict[s
         values[":agent"] = query["agent_id"]
     wanted = {k[len("metadata["):-1]: v for k, v in query.items() if k.startswith("metadata[") and k.endswith("]")}
     parser.check_metadata(wanted or None)
+    if params.after is not None and store.get(session_key(tenant, params.after)) is None:
+        raise NotFound()  # a cursor that names no Session of this tenant
     for i, (key, value) in enumerate(sorted(wanted.items())):
         # `meta` mirrors the metadata as a map, so the filter runs inside the query and pages stay full.
         filters.append(f"meta.#m{i} = :m{i}")
@@ -184,6 +209,8 @@ def list_page(store: DynamoStore, tenant: str, params: ListParams, query: dict[s
 def list_turns(store: DynamoStore, tenant: str, session_id: str, params: ListParams) -> dict[str, Any]:
     load(store, tenant, session_id)
     after = f"TURN#{params.after}" if params.after else None
+    if after is not None and store.get({"PK": session_pk(tenant, session_id), "SK": after}) is None:
+        raise NotFound()  # a cursor that names no Turn of this Session
     result = store.query(pk=session_pk(tenant, session_id), sk_prefix="TURN#", after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True)
     return page([resources.turn_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)
@@ -204,9 +231,14 @@ def list_items(store: DynamoStore, tenant: str, session_id: str, params: ListPar
         load(store, tenant, session_id)
     after = None
     if params.after:
+        # A cursor that names no Item of this list (malformed, of another Session or Turn) is a
+        # missing resource, like a Turn or Session cursor: 404, whatever the reason.
         position = _position(params.after)
-        if position is None:
-            raise InvalidRequest("Invalid 'after': not an Item id of this Session.", param="after")
+        cursor = store.get({"PK": session_pk(tenant, session_id), "SK": item_sk(position)}) \
+            if position is not None else None
+        if cursor is None or cursor.get("id") != params.after or (turn_id is not None and
+                                                                  cursor.get("turn_id") != turn_id):
+            raise NotFound()
         after = item_sk(position)
     result = store.query(pk=session_pk(tenant, session_id), sk_prefix="ITEM#", after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True,

@@ -147,9 +147,10 @@ class Transaction:
         self.entries.append({"ConditionCheck": entry})
         return self
 
-    def delete(self, key: dict[str, str], condition: Optional[str] = None) -> Transaction:
+    def delete(self, key: dict[str, str], condition: Optional[str] = None, names: Optional[dict] = None,
+               values: Optional[dict] = None) -> Transaction:
         entry: dict[str, Any] = {"TableName": self.table, "Key": marshal(key)}
-        self._condition(entry, condition, None, None, False)
+        self._condition(entry, condition, names, values, False)
         self.entries.append({"Delete": entry})
         return self
 
