@@ -3,6 +3,10 @@
 Each change is one TransactWriteItems guarded by the Session's commit sequence (`out_seq`) and
 carrying its outbox record (events + commands), so commits per Session are totally ordered and
 nothing is published that was not committed. A lost race re-reads and re-decides.
+
+Every commit stays inside DynamoDB's limits (100 writes, 4 MB, 400 KB per item): a commit's events
+and commands are split into outbox parts of at most OUTBOX_PART_BYTES, and work larger than one
+commit (settling a Turn with many calls or unfinished Items) runs as idempotent steps that converge.
 """
 
 from __future__ import annotations
@@ -14,15 +18,31 @@ from dataclasses import dataclass, field
 from typing import Any, Optional, TypeVar
 
 from agents_contract import jsonutil, resources
-from agents_contract.errors import NotFound, Unavailable
+from agents_contract.errors import InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
 from .ids import new_id, now
 from .settings import get_settings
-from .store import Contention, DynamoStore, TransactionConflict, item_sk, outbox_sk, session_key, session_pk
+from .store import (
+    ITEM_LIMIT_BYTES,
+    ITEM_TOO_LARGE,
+    CommitTooLarge,
+    Contention,
+    DynamoStore,
+    TransactionConflict,
+    item_size,
+    item_sk,
+    marshal,
+    outbox_sk,
+    session_key,
+    session_pk,
+)
 
 T = TypeVar("T")
 TERMINAL = ("completed", "failed", "cancelled")
+OUTBOX_PART_BYTES = 300 * 1024  # one OUT# record; a larger commit writes several parts
+SETTLE_CHUNK = 40  # open calls or unfinished Items closed per settlement step (far inside 100 writes, 4 MB)
+MAX_INPUT_MESSAGES = 64  # user messages one request adds (each is an Item written in the request's commit)
 
 
 def item_public_id(position: int) -> str:
@@ -38,6 +58,12 @@ def call_key(tenant: str, session_id: str, call_id: str) -> dict[str, str]:
     return {"PK": session_pk(tenant, session_id), "SK": f"CALL#{call_id}"}
 
 
+def ref_key(tenant: str, session_id: str, turn_id: str, runtime_id: str) -> dict[str, str]:
+    """A Runtime's Item id -> the public Item (id, position, output_index, state): one row per Item,
+    so the Turn item never grows with its Items."""
+    return {"PK": session_pk(tenant, session_id), "SK": f"RID#{turn_id}#{runtime_id}"}
+
+
 @dataclass
 class TurnState:
     """A Turn as stored: the public document plus the execution bookkeeping."""
@@ -45,12 +71,12 @@ class TurnState:
     doc: dict[str, Any]
     claimed_by: Optional[str] = None
     task_token: Optional[str] = None
-    obs_seq: int = 0
-    item_map: dict[str, Any] = field(default_factory=dict)  # runtime item id -> {id, position, output_index}
-    open_items: list[str] = field(default_factory=list)  # runtime ids of items not yet done
+    obs_seq: int = 0  # every observation seq up to this one is applied (or was rejected and consumed)
+    buffered: int = 0  # observations that arrived ahead of a gap, waiting in OBS# rows
     outputs: int = 0
     has_final_answer: bool = False
     cancel_requested: bool = False
+    closing: Optional[str] = None  # the terminal status being settled: observations are ignored from then on
     changed: set[str] = field(default_factory=set)
 
     @property
@@ -68,11 +94,11 @@ class TurnState:
             claimed_by=item.get("claimed_by"),
             task_token=item.get("task_token"),
             obs_seq=int(item.get("obs_seq", 0)),
-            item_map=jsonutil.loads(item.get("item_map") or "{}"),
-            open_items=jsonutil.loads(item.get("open_items") or "[]"),
+            buffered=int(item.get("buffered", 0)),
             outputs=int(item.get("outputs", 0)),
             has_final_answer=bool(item.get("has_final_answer", False)),
             cancel_requested=bool(item.get("cancel_requested", False)),
+            closing=item.get("closing"),
         )
 
     def set(self, **values: Any) -> None:
@@ -110,6 +136,10 @@ class Draft:
         self._new_turns: dict[str, dict[str, Any]] = {}
         self._call_writes: dict[str, dict[str, Any]] = {}
         self.call_states: dict[str, str] = {}  # call id -> state this commit gives it
+        self._refs: dict[tuple[str, str], Optional[dict[str, Any]]] = {}  # (turn, Runtime Item id) -> ref
+        self._new_refs: set[tuple[str, str]] = set()
+        self._changed_refs: set[tuple[str, str]] = set()
+        self.messages_added = 0
         self.dirty = False
 
     # -- reads ---------------------------------------------------------------------------------
@@ -189,34 +219,79 @@ class Draft:
         self._items[position] = item
         self.dirty = True
 
+    # -- Runtime Item ids -------------------------------------------------------------------------
+    def item_ref(self, turn_id: str, runtime_id: str) -> Optional[dict[str, Any]]:
+        key = (turn_id, runtime_id)
+        if key not in self._refs:
+            row = self.store.get(ref_key(self.tenant, self.session_id, turn_id, runtime_id))
+            self._refs[key] = {k: row[k] for k in ("id", "position", "output_index", "state")} if row else None
+        return self._refs[key]
+
+    def new_item_ref(self, turn: TurnState, runtime_id: str) -> dict[str, Any]:
+        position = self.next_position()
+        ref = {"id": item_public_id(position), "position": position, "output_index": turn.outputs, "state": "open"}
+        turn.set(outputs=turn.outputs + 1)
+        key = (turn.id, runtime_id)
+        self._refs[key] = ref
+        self._new_refs.add(key)
+        self._changed_refs.add(key)
+        return ref
+
+    def set_ref_state(self, turn_id: str, runtime_id: str, state: str) -> None:
+        key = (turn_id, runtime_id)
+        ref = self._refs[key]
+        assert ref is not None
+        ref["state"] = state
+        self._changed_refs.add(key)
+        self.dirty = True
+
     def commit(self) -> bool:
         if not self.dirty and not self.tx.entries:
             return False
         self.flush()
+        parts = outbox_parts(self.events, self.commands)
         seq = self.out_seq + 1
+        last = self.out_seq + max(1, len(parts))
+        ra, at = jsonutil.dumps(self.required_actions), jsonutil.dumps(self.active_turn)
+        self._check_session_size(ra, at)
         session_update = self.store.new_transaction().update(
             session_key(self.tenant, self.session_id),
             "SET #status = :status, required_actions = :ra, active_turn = :at, item_seq = :is, out_seq = :next, "
             "last_active_at = :now",
             "out_seq = :cur",
             names={"#status": "status"},
-            values={":status": self.status, ":ra": jsonutil.dumps(self.required_actions),
-                    ":at": jsonutil.dumps(self.active_turn), ":is": self.item_seq, ":next": seq,
+            values={":status": self.status, ":ra": ra, ":at": at, ":is": self.item_seq, ":next": last,
                     ":cur": self.out_seq, ":now": now()},
         )
         self.tx.entries.insert(0, session_update.entries[0])
-        if self.events or self.commands:
-            self.tx.put({"PK": session_pk(self.tenant, self.session_id), "SK": outbox_sk(seq), "kind": "outbox",
-                         "tenant": self.tenant, "session_id": self.session_id, "seq": seq,
-                         "events": jsonutil.dumps(self.events), "commands": jsonutil.dumps(self.commands),
-                         "ttl": now() + get_settings().outbox_ttl_seconds})
+        self.tx.bytes += session_update.bytes
+        for index, (events, commands) in enumerate(parts):
+            self.tx.put(outbox_record(self.tenant, self.session_id, seq + index, events, commands,
+                                      parts=len(parts) if index == 0 else None, part_of=seq if index else None))
         self.store.transact(self.tx)
-        self.out_seq = seq
+        self.out_seq = last
         return True
+
+    def _check_session_size(self, ra: str, at: str) -> None:
+        """The Session item keeps its snapshot and the required actions: it stays within 400 KB."""
+        base = self.item.get("_base_size")
+        if base is None:
+            rest = {k: v for k, v in self.item.items() if k not in ("required_actions", "active_turn")}
+            base = item_size(marshal(rest)) + 64
+            self.item["_base_size"] = base
+        if base + len(ra.encode()) + len(at.encode()) + 40 > ITEM_LIMIT_BYTES:
+            raise CommitTooLarge(ITEM_TOO_LARGE, param=None)
 
     def flush(self) -> None:
         """Every composed write of this commit into its transaction."""
         self.flush_items()
+        for turn_id, runtime_id in sorted(self._changed_refs):
+            ref = self._refs[(turn_id, runtime_id)] or {}
+            new = (turn_id, runtime_id) in self._new_refs
+            self.tx.put({**ref_key(self.tenant, self.session_id, turn_id, runtime_id), "kind": "item_ref",
+                         "turn_id": turn_id, **ref}, "attribute_not_exists(PK)" if new else None)
+        self._changed_refs.clear()
+        self._new_refs.clear()
         for turn in self.turns.values():
             self._write_turn(turn)
         for call_id, write in self._call_writes.items():
@@ -242,8 +317,7 @@ class Draft:
         if new_item is not None:  # created in this commit: one put of its final state
             item = {**new_item, "status": turn.status, "doc": jsonutil.dumps(turn.doc)}
             for name in turn.changed - {"doc"}:
-                value = getattr(turn, name)
-                item[name] = jsonutil.dumps(value) if name in ("item_map", "open_items") else value
+                item[name] = getattr(turn, name)
             if turn.status != "queued":
                 item.pop("GSI1PK", None)
                 item.pop("GSI1SK", None)
@@ -261,8 +335,6 @@ class Draft:
             names[attr] = name
             if name == "doc":
                 value: Any = jsonutil.dumps(turn.doc)
-            elif name in ("item_map", "open_items"):
-                value = jsonutil.dumps(getattr(turn, name))
             else:
                 value = getattr(turn, name)
             if value is None:
@@ -284,6 +356,35 @@ class Draft:
         self.tx.update(turn_key(self.tenant, self.session_id, turn.id), expression.strip(), "attribute_exists(PK)",
                        names=names, values=values or None)
         turn.changed = set()
+
+
+def outbox_record(tenant: str, session_id: str, seq: int, events: list[dict[str, Any]],
+                  commands: list[dict[str, Any]], parts: Optional[int] = None,
+                  part_of: Optional[int] = None) -> dict[str, Any]:
+    """One OUT# record. The first part of a commit says how many parts it has, the others name the
+    first: the consumer handles a commit once, at its first part, with every part in order."""
+    return {"PK": session_pk(tenant, session_id), "SK": outbox_sk(seq), "kind": "outbox", "tenant": tenant,
+            "session_id": session_id, "seq": seq, "events": jsonutil.dumps(events),
+            "commands": jsonutil.dumps(commands), "parts": parts if parts and parts > 1 else None,
+            "part_of": part_of, "ttl": now() + get_settings().outbox_ttl_seconds}
+
+
+def outbox_parts(events: list[dict[str, Any]], commands: list[dict[str, Any]]) -> list[tuple[list, list]]:
+    """A commit's events and commands, in order, in parts of at most OUTBOX_PART_BYTES each."""
+    if not events and not commands:
+        return []
+    parts: list[tuple[list, list]] = [([], [])]
+    size = 0
+    for is_event, entry in [(True, e) for e in events] + [(False, c) for c in commands]:
+        entry_size = len(jsonutil.dumps(entry).encode()) + 1
+        if entry_size > ITEM_LIMIT_BYTES - 2048:
+            raise CommitTooLarge(ITEM_TOO_LARGE, param=None)
+        if size and size + entry_size > OUTBOX_PART_BYTES:
+            parts.append(([], []))
+            size = 0
+        parts[-1][0 if is_event else 1].append(entry)
+        size += entry_size
+    return parts
 
 
 def run(store: DynamoStore, tenant: str, session_id: str, work: Callable[[Draft], T], *,
@@ -328,6 +429,9 @@ def start_turn(draft: Draft, messages: list[list[dict[str, Any]]]) -> TurnState:
 
 
 def add_user_message(draft: Draft, turn: TurnState, content: list[dict[str, Any]]) -> dict[str, Any]:
+    draft.messages_added += 1
+    if draft.messages_added > MAX_INPUT_MESSAGES:
+        raise InvalidRequest(f"One request can add at most {MAX_INPUT_MESSAGES} input messages.", param="input")
     position = draft.next_position()
     message = resources.user_message_item(item_public_id(position), turn.id, content)
     draft.put_item(position, message)
@@ -373,35 +477,72 @@ def resume_if_clear(draft: Draft, turn: TurnState) -> None:
             draft.emit_session("agent.session.in_progress")
 
 
-def settle(draft: Draft, turn: TurnState, status: str, calls: list[dict[str, Any]]) -> None:
-    """Terminal state in one transaction: Turn status, unfinished Items incomplete, open calls
-    closed, required actions cleared, Session idle or failed, events."""
+def settle(draft: Draft, turn: TurnState, status: str) -> None:
+    """The final settlement commit: Turn status, required actions cleared, Session idle or failed,
+    events. Open calls and unfinished Items are closed before it in bounded steps
+    (`close_open_calls`, `close_open_items`), so this commit is small for every Turn shape."""
     if turn.status in TERMINAL:
         return
-    ts = now()
-    for runtime_id in list(turn.open_items):
-        ref = turn.item_map.get(runtime_id)
-        if ref is None:
-            continue
-        doc = jsonutil.loads(draft.store.get({"PK": session_pk(draft.tenant, draft.session_id),
-                                              "SK": item_sk(ref["position"])})["doc"])
-        doc["status"] = "incomplete"
-        draft.put_item(ref["position"], doc)
-        draft.emit(resources.item_event("agent.session.turn.item.done", new_id("evt"), draft.session_id, doc,
-                                        ref.get("output_index")))
-    turn.set(open_items=[])
-    for call in calls:
-        if draft.call_state(call) in ("pending", "submitted"):
-            draft.update_call(call["call_id"], {"state": "cancelled" if status == "cancelled" else "settled"})
     drop_actions(draft, turn.id)
-    turn.set(status=status, completed_at=ts, task_token=None)
+    turn.set(status=status, completed_at=now(), task_token=None, closing=status)
     draft.emit_turn(f"agent.session.turn.{status}", turn)
     draft.active_turn = None
     draft.status = "failed" if status == "failed" else "idle"
     draft.emit_session("agent.session.failed" if status == "failed" else "agent.session.idle")
 
 
-def turn_calls(store: DynamoStore, tenant: str, session_id: str, turn_id: str) -> list[dict[str, Any]]:
-    page = store.query(pk=session_pk(tenant, session_id), sk_prefix="CALL#", limit=1000, consistent=True,
-                       filter_expression="turn_id = :t", values={":t": turn_id})
+def open_calls(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
+               limit: int = SETTLE_CHUNK) -> list[dict[str, Any]]:
+    page = store.query(pk=session_pk(tenant, session_id), sk_prefix="CALL#", limit=limit, consistent=True,
+                       filter_expression="turn_id = :t AND #s IN (:p, :sub)", names={"#s": "state"},
+                       values={":t": turn_id, ":p": "pending", ":sub": "submitted"})
     return page.items
+
+
+def close_open_calls(store: DynamoStore, tenant: str, session_id: str, turn_id: str, state: str) -> int:
+    """Close every open call of a Turn (`cancelled` or `settled`), SETTLE_CHUNK per transaction.
+    Each update is conditional on the call still being open, so a retried step, or one racing a
+    result or a receipt, converges: a lost race re-reads the calls still open."""
+    closed = 0
+    for attempt in range(10_000):
+        calls = open_calls(store, tenant, session_id, turn_id)
+        if not calls:
+            return closed
+        tx = store.new_transaction()
+        for call in calls:
+            tx.update(call_key(tenant, session_id, call["call_id"]), "SET #s = :s", "#s IN (:p, :sub)",
+                      names={"#s": "state"}, values={":s": state, ":p": "pending", ":sub": "submitted"})
+        try:
+            store.transact(tx)
+            closed += len(calls)
+        except (TransactionConflict, Contention):
+            time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter
+    raise Unavailable()
+
+
+def open_item_refs(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
+                   limit: int = SETTLE_CHUNK) -> list[dict[str, Any]]:
+    page = store.query(pk=session_pk(tenant, session_id), sk_prefix=f"RID#{turn_id}#", limit=limit,
+                       consistent=True, filter_expression="#s = :open", names={"#s": "state"},
+                       values={":open": "open"})
+    return page.items
+
+
+def close_open_items(draft: Draft, turn: TurnState, refs: list[dict[str, Any]]) -> None:
+    """Unfinished Items become incomplete (item.done): one bounded step of at most SETTLE_CHUNK."""
+    if not refs:
+        return
+    keys = [{"PK": session_pk(draft.tenant, draft.session_id), "SK": item_sk(int(r["position"]))} for r in refs]
+    found = draft.store.batch_get(keys)
+    for ref, key in zip(refs, keys, strict=True):
+        runtime_id = ref["SK"].split("#", 2)[2]
+        draft.item_ref(turn.id, runtime_id)
+        draft.set_ref_state(turn.id, runtime_id, "done")
+        stored = found.get((key["PK"], key["SK"]))
+        if stored is None:
+            continue
+        doc = jsonutil.loads(stored["doc"])
+        doc["status"] = "incomplete"
+        draft.put_item(int(ref["position"]), doc)
+        draft.emit(resources.item_event("agent.session.turn.item.done", new_id("evt"), draft.session_id, doc,
+                                        int(ref["output_index"])))
