@@ -93,6 +93,10 @@ def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, An
             record = records.get(event.call_id)
             if record is not None and event.call_id in draft.call_states:  # an earlier event of this batch
                 record = dataclasses.replace(record, state=decisions.CallState(draft.call_states[event.call_id]))
+            if record is not None and record.state is decisions.CallState.PENDING and not _accepting(draft, record):
+                # Cancelling closes no call item (a Turn may hold hundreds): a pending call of a Turn that
+                # was cancelled, or that ended, takes no first result. Settle closes the items later.
+                record = dataclasses.replace(record, state=decisions.CallState.CANCELLED)
             try:
                 decision = decisions.classify(event, record)
             except Exception as exc:  # re-label the param with the event index
@@ -177,23 +181,26 @@ def _message(draft: engine.Draft, messages: list[list[dict[str, Any]]]) -> None:
         engine.deliver(draft, turn, {"type": "turn.input", "item": message})
 
 
+def _accepting(draft: engine.Draft, record: decisions.CallRecord) -> bool:
+    """Whether the call's Turn still takes a first result: it is the active Turn, not cancelled."""
+    active = draft.active_turn or {}
+    return active.get("id") == record.turn_id and not active.get("cancel_requested")
+
+
 def _cancel(draft: engine.Draft) -> None:
+    """Bounded whatever the Turn holds: the Turn is marked, its required actions leave, the Runtime is
+    told; its call items are closed by Settle in bounded steps (results meanwhile get the 409)."""
     active = draft.active_turn
     if active is None:
         return  # nothing to cancel: cancelling is idempotent
     turn = draft.turn(active["id"])
     assert turn is not None
-    calls = engine.turn_calls(draft.store, draft.tenant, draft.session_id, turn.id)
     if not turn.claimed_by:
-        engine.settle(draft, turn, "cancelled", calls)  # never started: nothing to tell a Runtime
+        engine.settle(draft, turn, "cancelled")  # never started: no calls, nothing to tell a Runtime
         return
     if turn.cancel_requested:
         return
     turn.set(cancel_requested=True)
-    for call in calls:
-        if draft.call_state(call) == "pending":
-            draft.update_call(call["call_id"], {"state": "cancelled"}, "#s = :p", names={"#s": "state"},
-                              values={":p": "pending"})
     engine.drop_actions(draft, turn.id)
     draft.active_turn = {**active, "cancel_requested": True}
     if draft.status == "requires_action":
