@@ -75,7 +75,8 @@ class HttpResponse:
 
 
 def _compile(path: str) -> re.Pattern[str]:
-    pattern = re.sub(r"\{([A-Za-z0-9_]+)\+?\}", r"(?P<\1>[^/]+)", path)
+    pattern = re.sub(r"\{([A-Za-z0-9_]+)\+\}", r"(?P<\1>.+)", path)  # greedy: the rest of the path
+    pattern = re.sub(r"\{([A-Za-z0-9_]+)\}", r"(?P<\1>[^/]+)", pattern)
     return re.compile(f"^{pattern}$")
 
 
@@ -90,7 +91,8 @@ class Gateway:
     def __post_init__(self) -> None:
         # Literal routes win over parameterised ones, as in API Gateway.
         self._compiled = sorted(
-            ((r, _compile(r.path)) for r in self.routes), key=lambda rc: (rc[0].path.count("{"), -len(rc[0].path))
+            ((r, _compile(r.path)) for r in self.routes),
+            key=lambda rc: ("+}" in rc[0].path, rc[0].path.count("{"), -len(rc[0].path)),
         )
 
     def match(self, method: str, path: str) -> Optional[tuple[template.Route, dict[str, str]]]:

@@ -14,7 +14,7 @@ from typing import Any, Optional
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.metrics import MetricUnit
 
-from agents_contract import jsonutil
+from agents_contract import jsonutil, surface
 from agents_contract.errors import AgentsError, InvalidBeta, InvalidRequest, PayloadTooLarge, ServerError, Unauthorized
 
 from .observability import logger, metrics
@@ -103,5 +103,9 @@ def entrypoint(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any)
     if BETA not in [part.strip() for part in beta.split(",")]:
         return _proxy(error_response(InvalidBeta()))
     logger.append_keys(request_id=event.get("requestContext", {}).get("requestId"))
+    method = (event.get("requestContext", {}).get("http") or {}).get("method") or ""
+    not_built = surface.not_built(method, event.get("rawPath") or "")
+    if not_built is not None:  # answered before routing: `/v1/agents/environments` is no Agent id
+        return _proxy(error_response(not_built))
     return app.resolve(event, context)
 
