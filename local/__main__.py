@@ -15,6 +15,18 @@ session = client.beta.agents.sessions.create(environment={{"type": "none"}}, age
 print(client.beta.agents.sessions.items.list(session.id).data)'''
 
 
+def runtime_line(stack: LocalStack) -> str:
+    if not stack.runtime_process:
+        return "not started"
+    native = stack.config.native_harnesses
+    impersonated = [h for h in ("codex", "claude_code", "minimax_code") if h not in native]
+    line = f"running (scripted; impersonates {', '.join(impersonated)})" if impersonated else "running (scripted)"
+    if native:
+        line += f"\n  native Runtime:          {', '.join(native)} on the scripted model provider " \
+                f"(requests logged to {stack.info.get('provider_log')})"
+    return line
+
+
 def main() -> int:
     stack = LocalStack()
     info = stack.start()
@@ -26,8 +38,7 @@ agents-core local stack is up ({info['startup_seconds']}s)
   API key (tenant {info['tenant']}):   {info['api_key']}
   moto endpoint:           {info['moto_endpoint']}   (table {info['table']})
   stack file:              {stack.config.state_file}
-  reference Runtime:       {'running (scripted; impersonates codex, claude_code, minimax_code)'
-                            if stack.runtime_process else 'not started'}
+  reference Runtime:       {runtime_line(stack)}
 
 Try it (official SDK):
 

@@ -33,6 +33,19 @@ def _port(name: str, default: int) -> int:
     return int(value) if value else default
 
 
+RUNTIME_HARNESSES = ("scripted", "codex", "claude_code", "minimax_code")
+NATIVE_HARNESSES = ("codex",)  # what the reference Runtime can run on real engines
+
+
+def native_harnesses(value: str) -> list[str]:
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in NATIVE_HARNESSES]
+    if unknown:
+        raise SystemExit(f"AGENTS_CORE_NATIVE_HARNESSES: {', '.join(unknown)} cannot run natively here "
+                         f"(choose from {', '.join(NATIVE_HARNESSES)})")
+    return names
+
+
 @dataclass
 class Config:
     http_port: int = field(default_factory=lambda: _port("AGENTS_CORE_HTTP_PORT", 8000))
@@ -44,6 +57,8 @@ class Config:
     state_file: pathlib.Path = field(default_factory=lambda: pathlib.Path(
         os.environ.get("AGENTS_CORE_STATE_FILE", str(ROOT / ".local" / "stack.json"))))
     start_runtime: bool = field(default_factory=lambda: os.environ.get("AGENTS_CORE_START_RUNTIME", "1") != "0")
+    native_harnesses: list[str] = field(default_factory=lambda: native_harnesses(
+        os.environ.get("AGENTS_CORE_NATIVE_HARNESSES", "")))
     table: str = "agents-core-local"
 
 
@@ -71,6 +86,7 @@ class LocalStack:
         self._servers: list[Any] = []
         self._threads: list[threading.Thread] = []
         self.runtime_process: Optional[subprocess.Popen[bytes]] = None
+        self.native_runtime_process: Optional[subprocess.Popen[bytes]] = None
         self.started_at = time.perf_counter()
 
     # -- start ---------------------------------------------------------------------------------------
@@ -134,14 +150,35 @@ class LocalStack:
             "state_machine_arn": machines["TurnStateMachine"], "pid": os.getpid(),
         }
         if config.start_runtime:
-            self.runtime_process = subprocess.Popen(  # noqa: S603 - our own module
-                [sys.executable, "-m", "runtime", "--url", info["websocket_url"], "--token", self.runtime_token,
-                 "--heartbeat", str(max(1.0, config.heartbeat_seconds / 3))], cwd=ROOT)
+            self._start_runtimes(info)
         config.state_file.parent.mkdir(parents=True, exist_ok=True)
         config.state_file.write_text(json.dumps(info, indent=2))
         info["startup_seconds"] = round(time.perf_counter() - self.started_at, 2)
         self.info = info
         return info
+
+    def _start_runtimes(self, info: dict[str, Any]) -> None:
+        """The reference Runtime (scripted; impersonates the native names it serves) and, with
+        AGENTS_CORE_NATIVE_HARNESSES, a second Runtime that runs those Harnesses on their real engines
+        against the embedded scripted model provider. The token travels in the environment, not argv."""
+        config = self.config
+        env = {**os.environ, "AGENTS_CORE_RUNTIME_TOKEN": self.runtime_token}
+        common = ["--url", info["websocket_url"], "--heartbeat", str(max(1.0, config.heartbeat_seconds / 3))]
+        scripted = [h for h in RUNTIME_HARNESSES if h not in config.native_harnesses]
+        argv = [sys.executable, "-m", "runtime", *common]
+        for harness in scripted:
+            argv += ["--harness", harness]
+        self.runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603 - our own module
+        if config.native_harnesses:
+            state = config.state_file.parent
+            info["provider_log"] = str(state / "provider.jsonl")
+            argv = [sys.executable, "-m", "runtime", *common, "--native", ",".join(config.native_harnesses),
+                    "--model-provider", "scripted", "--provider-log", info["provider_log"],
+                    "--state-dir", str(state / "runtime-state")]
+            for harness in config.native_harnesses:
+                argv += ["--harness", harness]
+            self.native_runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603
+        info["native_harnesses"] = list(config.native_harnesses)
 
     def _serve(self, app: Any, port: int) -> None:
         import uvicorn
@@ -277,12 +314,15 @@ class LocalStack:
 
     # -- stop ------------------------------------------------------------------------------------------
     def stop(self) -> None:
-        if self.runtime_process and self.runtime_process.poll() is None:
-            self.runtime_process.terminate()
-            try:
-                self.runtime_process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.runtime_process.kill()
+        for process in (self.runtime_process, self.native_runtime_process):
+            if process and process.poll() is None:
+                process.terminate()
+        for process in (self.runtime_process, self.native_runtime_process):
+            if process:
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
         self.poller.stop()
         for server in self._servers:
             server.should_exit = True

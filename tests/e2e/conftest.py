@@ -51,18 +51,20 @@ def local_stack(tmp_path_factory):
         process.kill()
 
 
-def start_runtime(info: dict, harnesses: list[str]) -> subprocess.Popen:
-    args = [sys.executable, "-m", "runtime", "--url", info["websocket_url"], "--token", info["runtime_token"],
-            "--heartbeat", "0.5"]
+def start_runtime(info: dict, harnesses: list[str], extra: tuple[str, ...] = (), stderr=subprocess.DEVNULL
+                  ) -> subprocess.Popen:
+    args = [sys.executable, "-m", "runtime", "--url", info["websocket_url"], "--heartbeat", "0.5", *extra]
     for h in harnesses:
         args += ["--harness", h]
-    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # noqa: S603
-                            env={**os.environ, "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"})
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr,  # noqa: S603
+                            env={**os.environ, "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}",
+                                 "AGENTS_CORE_RUNTIME_TOKEN": info["runtime_token"]})
 
 
 @pytest.fixture(scope="session")
 def runtime_process(local_stack):
-    process = start_runtime(local_stack, ["scripted", "codex", "claude_code"])
+    # codex is left to the native Runtime of test_codex.py (real Codex on the scripted model provider)
+    process = start_runtime(local_stack, ["scripted", "claude_code"])
     time.sleep(1.0)
     yield process
     process.terminate()
@@ -84,5 +86,5 @@ def aws_client(info: dict, service: str):
 
 @pytest.fixture
 def runtime(runtime_process):
-    """The Runtime process serving scripted, codex and claude_code for the session's flows."""
+    """The Runtime process serving scripted and claude_code (impersonated) for the session's flows."""
     return runtime_process

@@ -264,6 +264,7 @@ class CodexSession:
                                              timeout=START_TIMEOUT)
                 self._save_thread(started["thread"]["id"])
         except BaseException:
+            peer.on_exit = None  # the start failed for its own reason: report that one
             await peer.close()
             raise
         self.peer = peer
