@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: dev test lint browser asl unit integration e2e bench build deploy validate clean sam-cli
 
-$(STAMP): requirements-dev.txt layers/contract/requirements.txt
+$(STAMP): requirements-dev.txt layers/contract/requirements.txt runtime/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
