@@ -198,7 +198,7 @@ class LocalStack:
         from starlette.applications import Starlette
         from starlette.concurrency import run_in_threadpool
         from starlette.requests import Request
-        from starlette.responses import FileResponse, Response, StreamingResponse
+        from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
         from starlette.routing import Route
 
         gateway, ws = self.http, self.ws
@@ -245,10 +245,24 @@ class LocalStack:
             return StreamingResponse(stream(), media_type="text/event-stream",
                                      headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
+        def dashboard_settings(request: Request) -> Response:
+            """The dashboard's base URL and dev key, so the page needs no typing here. Only the local
+            stack serves this file (the deployed static files have none, so there the page asks), and only
+            to a loopback Host: a DNS-rebinding page cannot read the key."""
+            host = request.headers.get("host", "")
+            if host.rpartition(":")[0] not in ("127.0.0.1", "localhost", "[::1]") or \
+                    request.headers.get("sec-fetch-site") == "cross-site" or not getattr(self, "info", None):
+                return Response(status_code=404)
+            return JSONResponse({"base_url": f"http://{host}/v1", "api_key": self.api_key,
+                                 "tenant": self.config.tenant, "websocket_url": self.info["websocket_url"]},
+                                headers={"cache-control": "no-store"})
+
         async def proxy(request: Request) -> Response:
             path = request.url.path
             if path in ("/", "/index.html") and request.method == "GET" and dashboard.exists():
-                return FileResponse(dashboard)
+                return FileResponse(dashboard, headers={"cache-control": "no-cache"})
+            if path == "/local-stack.json" and request.method == "GET":
+                return dashboard_settings(request)
             found = events_path.match(path)
             if found and request.method == "GET" and "text/event-stream" in request.headers.get("accept", ""):
                 return await sse(request, found.group(1))

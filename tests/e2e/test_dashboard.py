@@ -1,47 +1,330 @@
-"""The dashboard page in headless Chromium: a Session's required action appears and disappears live
-during a scripted Turn, and the Turn's state follows (Debian chromium driven by Playwright)."""
+"""The operator console (dashboard/index.html) in headless Chromium on the local stack (Debian chromium
+driven by Playwright): deep links, answering a pending call through its form, the live Session list,
+recovery after the WebSocket drops, sending and steering, cancelling, official error messages, and a
+fixed 1280x800 layout whose text passes WCAG AA contrast. The page is never given a URL or a key: the
+local stack hands them over (`/local-stack.json`)."""
 
+from __future__ import annotations
+
+import json
+import re
 import shutil
+import time
 
 import pytest
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FN = {"type": "function", "name": "get_weather", "description": "Weather",
-      "parameters": {"type": "object", "properties": {}}}
+needs_chromium = pytest.mark.skipif(CHROMIUM is None,
+                                    reason="no Chromium installed (make test installs Debian's chromium as root)")
+FN = {"type": "function", "name": "get_weather", "description": "Weather for a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+WAIT_MS = 10_000
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium installed (make test installs Debian's chromium as root)")
-def test_dashboard_shows_required_action_appear_and_disappear(client, local_stack):
-    from playwright.sync_api import sync_playwright
+@pytest.fixture(scope="module")
+def browser():
+    if CHROMIUM is None:
+        pytest.skip("no Chromium installed (make test installs Debian's chromium as root)")
+    from playwright.sync_api import expect, sync_playwright
 
-    session = client.beta.agents.sessions.create(
-        environment={"type": "self_hosted", "workspace_directory": "/work"}, agent={"model": "gpt-5", "tools": [FN]},
-        extra_body={"x_agents_core": {"harness": "scripted"}})
+    expect.set_options(timeout=WAIT_MS)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
             "--disable-component-update", "--disable-sync"])
-        page = browser.new_page()
-        page.goto(local_stack["dashboard_url"])
-        page.fill("#base", local_stack["base_url"])
-        page.fill("#key", local_stack["api_key"])
-        page.click("#connect")
-        page.click(f"#sessions li[data-id='{session.id}']")
-        page.wait_for_selector("body[data-live='1']", timeout=10_000)
-        client.beta.agents.sessions.events.create(session.id, events=[{
-            "type": "agent.session.input.message", "input": [{"role": "user", "content": [
-                {"type": "input_text", "text": "call get_weather {}\nsay done"}]}]}])
-        action = page.wait_for_selector("#actions li.action", timeout=10_000)
-        call_id = action.get_attribute("data-call-id")
-        assert call_id and "get_weather" in action.inner_text()
-        assert page.inner_text("#sstatus") == "requires_action"
-        pending = client.beta.agents.sessions.retrieve(session.id).required_actions[0]
-        assert pending.call_id == call_id
-        client.beta.agents.sessions.events.create(session.id, events=[{
-            "type": "agent.session.input.tool_result", "turn_id": pending.turn_id, "call_id": call_id,
-            "success": True, "output": "ok"}])
-        page.wait_for_selector("#actions li.action", state="detached", timeout=10_000)
-        page.wait_for_selector("#turns li.turn[data-status='completed']", timeout=10_000)
-        assert page.inner_text("#sstatus") == "idle"
-        browser.close()
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, local_stack):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page
+    context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
+def wait_for(predicate, timeout=WAIT_MS / 1000):
+    end = time.time() + timeout
+    while time.time() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def pending_session(client, script):
+    """A Session whose first Turn made a function call that now waits for a result."""
+    session = client.beta.agents.sessions.create(environment={"type": "none"}, agent={"model": "gpt-5", "tools": [FN]},
+                                                 input=script, extra_body={"x_agents_core": {"harness": "scripted"}})
+    actions = wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions)
+    return session, actions[0]
+
+
+def idle_session(client):
+    return client.beta.agents.sessions.create(
+        environment={"type": "self_hosted", "workspace_directory": "/work"}, agent={"model": "gpt-5", "tools": [FN]},
+        extra_body={"x_agents_core": {"harness": "scripted"}})
+
+
+def answer(client, session_id, action, output):
+    client.beta.agents.sessions.events.create(session_id, events=[{
+        "type": "agent.session.input.tool_result", "turn_id": action.turn_id, "call_id": action.call_id,
+        "success": True, "output": output}])
+
+
+def open_session(page, local_stack, session_id, turn_id=None):
+    page.goto(local_stack["dashboard_url"] + f"#session={session_id}" + (f"&turn={turn_id}" if turn_id else ""))
+
+
+@needs_chromium
+def test_a_deep_link_opens_a_pending_call_and_answering_its_form_completes_the_turn(client, page, local_stack):
+    from playwright.sync_api import expect
+
+    session, action = pending_session(client, 'call get_weather {"city": "Paris"}\nsay It is sunny in Paris.')
+    open_session(page, local_stack, session.id, action.turn_id)
+
+    # Given the deep link: no settings were typed, the Session and its pending call are on screen
+    expect(page.locator("#where")).to_contain_text("local stack")
+    assert not page.locator("#settings").is_visible()
+    expect(page.locator("#sid")).to_have_text(session.id)
+    expect(page.locator("#sstatus")).to_have_text("requires_action")
+    form = page.locator(f".action-form[data-call-id='{action.call_id}']")
+    expect(form.locator(".fname")).to_have_text("get_weather")
+    assert json.loads(form.locator(".args").inner_text()) == {"city": "Paris"}
+    turn = page.locator(f".turn[data-turn-id='{action.turn_id}']")
+    expect(turn).to_have_class(re.compile(r"\bfocused\b"))
+    expect(turn).to_have_attribute("data-status", "waiting")  # as the API says: no Turn `waiting` event exists
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    page.evaluate("window.__sameDocument = true")
+
+    # When the operator answers through the form
+    form.locator("textarea").fill("sunny, 21 C")
+    form.locator("button[type=submit]").click()
+
+    # Then the Turn completes and the transcript shows the output and the final message, without a reload
+    expect(turn).to_have_attribute("data-status", "completed")
+    expect(turn.locator(".item[data-type=function_call_output] .output")).to_have_text("sunny, 21 C")
+    expect(turn.locator(".item[data-type=message][data-phase=final_answer] .text")).to_have_text("It is sunny in Paris.")
+    expect(page.locator("#sstatus")).to_have_text("idle")
+    expect(form).to_have_count(0)
+    assert page.evaluate("window.__sameDocument") is True
+    outputs = [i for i in client.beta.agents.sessions.items.list(session.id, order="asc").data
+               if i.type == "function_call_output"]
+    assert [(o.call_id, o.output) for o in outputs] == [(action.call_id, "sunny, 21 C")]
+
+
+@needs_chromium
+def test_a_session_created_elsewhere_appears_in_the_list_and_its_status_follows(client, page, local_stack):
+    from playwright.sync_api import expect
+
+    page.goto(local_stack["dashboard_url"])
+    expect(page.locator("#list-meta")).to_contain_text("Sessions shown")
+
+    # When another client creates a Session
+    session = idle_session(client)
+    row = page.locator(f"#sessions li[data-id='{session.id}']")
+
+    # Then it appears, and its status follows its Turn (requires_action, then idle)
+    expect(row).to_have_attribute("data-status", "idle")
+    client.beta.agents.sessions.events.create(session.id, events=[{
+        "type": "agent.session.input.message", "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": 'call get_weather {"city": "Rome"}\nsay done'}]}]}])
+    expect(row).to_have_attribute("data-status", "requires_action")
+    expect(row).to_contain_text("1 pending")
+
+    # Filters and search narrow the list
+    page.select_option("#status-filter", "requires_action")
+    expect(row).to_have_count(1)
+    page.fill("#search", session.id)
+    expect(page.locator("#sessions li")).to_have_count(1)
+    action = client.beta.agents.sessions.retrieve(session.id).required_actions[0]
+    answer(client, session.id, action, "warm")
+    expect(row).to_have_count(0)  # no longer requires_action
+    page.select_option("#status-filter", "")
+    expect(row).to_have_attribute("data-status", "idle")
+
+    # A click opens it, and the URL becomes its deep link
+    row.click()
+    expect(page.locator("#sid")).to_have_text(session.id)
+    assert f"session={session.id}" in page.url
+
+
+@needs_chromium
+def test_after_the_websocket_drops_and_returns_the_view_recovers_what_happened_meanwhile(client, page, local_stack):
+    from playwright.sync_api import expect
+
+    # The network between the browser and the stack's WebSocket API, under the test's control
+    sockets, down = [], {"on": False}
+
+    def route(ws):
+        if down["on"]:
+            ws.close(code=1011, reason="unreachable")
+            return
+        sockets.append(ws)
+        ws.connect_to_server()
+
+    page.route_web_socket(re.compile(r"^wss?://"), route)
+    session, action = pending_session(client, 'call get_weather {"city": "Lima"}\nsay Lima is sunny.')
+    open_session(page, local_stack, session.id)
+    form = page.locator(f".action-form[data-call-id='{action.call_id}']")
+    expect(form).to_have_count(1)
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+
+    # When the WebSocket drops and stays down while the Turn goes on elsewhere
+    down["on"] = True
+    for ws in sockets:
+        ws.close(code=1001, reason="going away")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "reconnecting")
+    expect(page.locator("#conn-text")).to_contain_text("Retrying in")
+    answer(client, session.id, action, "sunny")
+    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status == "idle")
+    page.wait_for_timeout(300)
+    expect(page.locator(".item[data-phase=final_answer]")).to_have_count(0)  # the page cannot know yet
+
+    # A stale form answered with another result gets the official conflict message
+    form.locator("textarea").fill("cloudy")
+    form.locator("button[type=submit]").click()
+    expect(form.locator(".form-error")).to_have_text("The tool call already has a different result.")
+
+    # Then, when it returns, the page reconnects by itself and re-reads what it missed
+    down["on"] = False
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live", timeout=15_000)
+    turn = page.locator(f".turn[data-turn-id='{action.turn_id}']")
+    expect(turn).to_have_attribute("data-status", "completed")
+    expect(turn.locator(".item[data-type=function_call_output] .output")).to_have_text("sunny")
+    expect(turn.locator(".item[data-phase=final_answer] .text")).to_have_text("Lima is sunny.")
+    expect(page.locator("#sstatus")).to_have_text("idle")
+    expect(form).to_have_count(0)
+
+    # And it is live again: a new Turn started elsewhere shows up without a reload
+    client.beta.agents.sessions.events.create(session.id, events=[{
+        "type": "agent.session.input.message", "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": "say back online"}]}]}])
+    expect(page.locator(".item[data-phase=final_answer] .text", has_text="back online")).to_have_count(1)
+
+
+@needs_chromium
+def test_the_composer_starts_and_steers_turns_and_cancel_ends_one(client, page, local_stack):
+    from playwright.sync_api import expect
+
+    session = idle_session(client)
+    open_session(page, local_stack, session.id)
+    expect(page.locator("#send")).to_have_text("Send")
+    expect(page.locator("#cancel")).to_be_disabled()
+
+    # Send starts a Turn; while it runs, the same box steers it
+    page.fill("#message", "wait 20")
+    page.click("#send")
+    expect(page.locator("#send")).to_have_text("Steer")
+    page.fill("#message", "say steered in")
+    page.click("#send")
+    first = page.locator(".turn").first
+    expect(first.locator(".item[data-type=message][data-role=user]")).to_have_count(2)
+    expect(first.locator(".item[data-type=message][data-role=assistant] .text")).to_have_text("steered in")
+    expect(first).to_have_attribute("data-status", "completed")
+    assert len(client.beta.agents.sessions.turns.list(session.id).data) == 1  # steering joined the running Turn
+
+    # Cancel ends a Turn that waits for a result
+    page.fill("#message", 'call get_weather {"city": "Oslo"}\nsay never')
+    page.keyboard.press("Control+Enter")
+    expect(page.locator(".action-form .fname")).to_have_text("get_weather")
+    page.click("#cancel")
+    expect(page.locator(".turn").nth(1)).to_have_attribute("data-status", "cancelled")
+    expect(page.locator(".action-form")).to_have_count(0)
+    expect(page.locator("#sstatus")).to_have_text("idle")
+    assert page.locator(".item[data-phase=final_answer] .text", has_text="never").count() == 0
+
+    # An empty message is refused before any request
+    page.fill("#message", "")
+    page.click("#send")
+    expect(page.locator("#composer-status")).to_have_text("Type a message first.")
+
+
+@needs_chromium
+def test_elsewhere_the_page_asks_once_and_shows_the_official_error_for_a_wrong_key(browser, local_stack):
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    # A deployed copy has no /local-stack.json
+    page.route("**/local-stack.json", lambda r: r.fulfill(status=404, body="Not Found"))
+    page.goto(local_stack["dashboard_url"])
+    expect(page.locator("#settings")).to_be_visible()
+    page.fill("#base", local_stack["base_url"])
+    page.fill("#key", "sk-agents-wrong")
+    page.click("#connect")
+    expect(page.locator("#settings-error")).to_have_text(
+        "Incorrect API key provided. Send 'Authorization: Bearer <your API key>'.")
+    page.fill("#key", local_stack["api_key"])
+    page.click("#connect")
+    expect(page.locator("#settings")).to_be_hidden()
+    expect(page.locator("#list-meta")).to_contain_text("Sessions shown")
+    page.reload()  # once per browser session: a reload does not ask again
+    expect(page.locator("#list-meta")).to_contain_text("Sessions shown")
+    assert not page.locator("#settings").is_visible()
+    expect(page.locator("#where")).to_contain_text("this browser session")
+    context.close()
+
+
+CONTRAST = """() => {
+  const parse = (c) => { const p = (c.match(/rgba?\\(([^)]+)\\)/) || [, ""])[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+                         return p.length >= 3 ? { r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1 } : null; };
+  const lum = ({ r, g, b }) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+                                    .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = (node) => { for (let n = node; n; n = n.parentElement) { const c = parse(getComputedStyle(n).backgroundColor);
+                                  if (c && c.a > 0) return c; } return { r: 255, g: 255, b: 255, a: 1 }; };
+  const failures = []; let checked = 0;
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const text = walker.currentNode, node = text.parentElement;
+    if (!text.textContent.trim() || !node || node.closest("script, style, option, [hidden], button:disabled")) continue;
+    const box = node.getBoundingClientRect(), style = getComputedStyle(node);
+    if (!box.width || !box.height || style.visibility === "hidden" || box.bottom < 0 || box.top > innerHeight) continue;
+    const fg = lum(parse(style.color)), bg = lum(background(node));
+    const ratio = (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05);
+    const size = parseFloat(style.fontSize), large = size >= 24 || (Number(style.fontWeight) >= 700 && size >= 18.66);
+    checked++;
+    if (ratio < (large ? 3 : 4.5)) failures.push(`${text.textContent.trim().slice(0, 30)}: ${ratio.toFixed(2)}`);
+  }
+  return { checked, failures };
+}"""
+BOXES = """() => Object.fromEntries(["#topbar", "#sidebar", "#session-head", "#tabs", "#composer"].map((s) => {
+  const b = document.querySelector(s).getBoundingClientRect(); return [s, [b.x, b.y, b.width, b.height]]; }))"""
+
+
+@needs_chromium
+def test_the_layout_is_fixed_at_1280x800_and_its_text_passes_wcag_aa_contrast(client, page, local_stack):
+    from playwright.sync_api import expect
+
+    session = idle_session(client)
+    open_session(page, local_stack, session.id)
+    expect(page.locator("#transcript")).to_contain_text("no Turns yet")
+    before = page.evaluate(BOXES)
+
+    # When the transcript grows well past the screen and a call is pending
+    script = "\n".join(f"say line {n} of a long transcript" for n in range(24)) + '\ncall get_weather {"city": "Nice"}'
+    client.beta.agents.sessions.events.create(session.id, events=[{
+        "type": "agent.session.input.message", "input": [{"role": "user", "content": [
+            {"type": "input_text", "text": script}]}]}])
+    expect(page.locator(".action-form")).to_have_count(1)
+    expect(page.locator(".item[data-type=message][data-role=assistant]")).to_have_count(24)
+
+    # Then nothing outside the panes moved, only the panes scroll, and the page itself does not
+    assert page.evaluate(BOXES) == before
+    assert page.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]") == [1280, 800]
+    assert page.evaluate("(() => { const t = document.getElementById('transcript'); return t.scrollHeight > t.clientHeight; })()")
+    for tab in ("#tab-transcript", "#tab-events", "#tab-config"):
+        page.click(tab)
+        result = page.evaluate(CONTRAST)
+        assert result["checked"] > 20 and not result["failures"], (tab, result)
+    page.click("#show-config")  # the frozen configuration toggles with one click
+    expect(page.locator("#transcript")).to_be_visible()
+    page.click("#show-config")
+    expect(page.locator("#config")).to_contain_text("get_weather")
+    expect(page.locator("#config")).to_contain_text("scripted")
