@@ -224,7 +224,8 @@ class Draft:
         key = (turn_id, runtime_id)
         if key not in self._refs:
             row = self.store.get(ref_key(self.tenant, self.session_id, turn_id, runtime_id))
-            self._refs[key] = {k: row[k] for k in ("id", "position", "output_index", "state")} if row else None
+            self._refs[key] = {"id": row["id"], "position": int(row["position"]),
+                               "output_index": int(row["output_index"]), "state": row["state"]} if row else None
         return self._refs[key]
 
     def new_item_ref(self, turn: TurnState, runtime_id: str) -> dict[str, Any]:
