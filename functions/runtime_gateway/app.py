@@ -1,12 +1,14 @@
 """WebSocket `$default`: the Runtime protocol (runtime.hello and turn.* observations).
 
-Errors go back to the sending connection as {"type": "error", "error": {...}} (the official
-envelope's fields); nothing is written for a rejected message.
+Every rejected message is answered on the sending connection with {"type": "error", "error": {...}}
+(the official envelope's fields, `param` naming the field) and logged with connection, Turn and
+reason, never the payload; nothing is written for it, the connection stays open and the Runtime's
+other Turns go on. Accepted observations are answered with a cumulative `turn.ack`.
 """
 
 import json
 
-from agents_contract.errors import AgentsError
+from agents_contract.errors import AgentsError, ServerError
 from agents_core import runtimes
 from agents_core.aws import default_messenger, default_workflow
 from agents_core.observability import logger
@@ -17,6 +19,11 @@ def _reply(connection_id, message):
     runtimes.post_safely(default_messenger(), default_store(), connection_id, message)
 
 
+def _field(message, name):
+    value = message.get(name) if isinstance(message, dict) else None
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) and len(str(value)) <= 256 else None
+
+
 @logger.inject_lambda_context(log_event=False)
 def handler(event, context):
     connection_id = event["requestContext"]["connectionId"]
@@ -25,15 +32,16 @@ def handler(event, context):
         message = json.loads(event.get("body") or "{}")
         if not isinstance(message, dict):
             raise ValueError
-    except ValueError:
-        _reply(connection_id, {"type": "error", "error": {"message": "Messages are JSON objects.",
-                                                          "type": "invalid_request_error"}})
+    except (ValueError, RecursionError):
+        error = AgentsError("Messages are JSON objects.", param=None)
+        runtimes.log_rejection(connection_id, None, None, None, error)
+        _reply(connection_id, runtimes.error_frame(error))
         return {"statusCode": 200}
-    conn = runtimes.connection(store, connection_id)
+    action, turn_id, seq = _field(message, "action"), _field(message, "turn_id"), _field(message, "seq")
     try:
+        conn = runtimes.connection(store, connection_id)
         if conn is None or conn.get("role") != "runtime":
             raise AgentsError("This connection is not a Runtime connection.", param="action")
-        action = message.get("action")
         if action == "runtime.hello":
             served = runtimes.hello(store, connection_id, message)
             _reply(connection_id, {"type": "runtime.welcome", "harnesses": served})
@@ -42,8 +50,12 @@ def handler(event, context):
                     runtimes.dispatch(store, default_workflow(), turn["tenant"], turn["session_id"], turn["id"],
                                       only=connection_id)
         else:
-            runtimes.observe(store, default_workflow(), connection_id, message)
+            runtimes.observe(store, default_workflow(), connection_id, message, default_messenger())
     except AgentsError as error:
-        logger.info("rejected runtime message", extra={"action": message.get("action"), "code": error.code})
-        _reply(connection_id, {"type": "error", "ref": message.get("seq"), "error": error.envelope()["error"]})
+        runtimes.log_rejection(connection_id, turn_id, action, seq, error)
+        _reply(connection_id, runtimes.error_frame(error, action=action, seq=seq, turn_id=turn_id))
+    except Exception:  # noqa: BLE001 - never drop the connection; the Runtime may resend
+        logger.exception("runtime message failed", extra={"connection_id": connection_id, "turn_id": turn_id,
+                                                           "action": action, "seq": seq})
+        _reply(connection_id, runtimes.error_frame(ServerError(), action=action, seq=seq, turn_id=turn_id))
     return {"statusCode": 200}

@@ -1,4 +1,5 @@
-"""The Turn workflow's Settle / SettleLost tasks: the Turn's terminal state in one transaction."""
+"""The Turn workflow's Settle / SettleLost / SettleLastResort tasks: the Turn's terminal state, in
+bounded steps that converge (the last resort only ends the Turn and frees the Session)."""
 
 from agents_core import runtimes
 from agents_core.observability import logger
@@ -9,5 +10,5 @@ from agents_core.store import default_store
 def handler(event, context):
     logger.append_keys(session_id=event["session_id"], turn_id=event["turn_id"])
     status = runtimes.settle(default_store(), event["tenant"], event["session_id"], event["turn_id"],
-                             event.get("outcome"), bool(event.get("lost")))
+                             event.get("outcome"), bool(event.get("lost")), bool(event.get("last_resort")))
     return {"status": status}

@@ -2,6 +2,10 @@
 
 Commands (dispatch a new Turn, start its execution, deliver results/input/cancellation to the
 owning Runtime) are idempotent, so a redelivered stream batch repeats none of their effects.
+
+A commit larger than one record is written as several OUT# parts in its one transaction: the first
+says how many (`parts`), the others name it (`part_of`). The commit is handled once, at its first
+part, with every part read back in order; the other parts' stream records are skipped.
 """
 
 from __future__ import annotations
@@ -12,16 +16,31 @@ from agents_contract import jsonutil
 
 from . import live, runtimes
 from .aws import Messenger, Workflow
-from .store import DynamoStore
+from .store import DynamoStore, outbox_sk, session_pk
 
 
 def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, workflow: Workflow) -> None:
     """image: the NEW_IMAGE of an OUT# record (plain Python values)."""
+    if image.get("part_of") is not None:
+        return  # handled with its commit's first part
     tenant, session_id, seq = image["tenant"], image["session_id"], int(image["seq"])
     events = jsonutil.loads(image.get("events") or "[]")
+    commands = jsonutil.loads(image.get("commands") or "[]")
+    last = seq
+    parts = int(image.get("parts") or 1)
+    if parts > 1:
+        pk = session_pk(tenant, session_id)
+        found = store.batch_get([{"PK": pk, "SK": outbox_sk(seq + i)} for i in range(1, parts)])
+        for i in range(1, parts):
+            part = found.get((pk, outbox_sk(seq + i)))
+            if part is None:
+                continue  # the Session was deleted meanwhile
+            events += jsonutil.loads(part.get("events") or "[]")
+            commands += jsonutil.loads(part.get("commands") or "[]")
+        last = seq + parts - 1
     if events:
-        live.fanout(store, messenger, tenant, session_id, seq, events)
-    for command in jsonutil.loads(image.get("commands") or "[]"):
+        live.fanout(store, messenger, tenant, session_id, last, events)
+    for command in commands:
         kind = command["type"]
         if kind == "dispatch":
             runtimes.dispatch(store, workflow, tenant, session_id, command["turn_id"])

@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from agents_contract import capabilities, jsonutil, resources
+from agents_contract import capabilities, jsonutil, resources, runtime_items
 from agents_contract.errors import AgentsError, InvalidRequest, NotFound
 from agents_contract.harnessconfig import HARNESS_NAMES
 
@@ -199,131 +200,377 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
 OBSERVATIONS = ("turn.item.added", "turn.item.done", "turn.output_text.delta", "turn.function_call",
                 "turn.tool_result.applied", "turn.call.abandoned", "turn.heartbeat", "turn.completed",
                 "turn.failed", "turn.cancelled")
+TERMINAL_OBSERVATIONS = {"turn.completed": "completed", "turn.failed": "failed", "turn.cancelled": "cancelled"}
+
+# Limits of the Runtime protocol (docs/runtime-protocol.md, "Limits").
+MAX_SEQ = 2 ** 53  # a JSON number every client represents exactly
+MAX_AHEAD = 1000  # an observation at most this far past the last applied seq (a gap buffered)
+MAX_BUFFERED = 500  # observations of one Turn waiting in OBS# rows for a gap to fill
+MAX_BATCH = 100  # observations in one turn.batch
+MAX_ID = 128  # routing ids, call ids, names, Runtime Item ids
+MAX_ARGUMENTS_BYTES = 64 * 1024  # one function call's arguments, as JSON
+MAX_JSON_DEPTH = 64  # nesting of function call arguments and MCP payloads
+DRAIN_ENTRIES = 60  # writes one drain commit may use before it commits and continues
 
 
-def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message: dict[str, Any]) -> str:
-    """Apply one observation - or a `turn.batch` of observations of one Turn, in one commit - of a
-    Runtime; returns 'applied', 'duplicate' or 'ignored'."""
+class Rejected(InvalidRequest):
+    """A Runtime message that can never succeed: answered at once with an error frame naming the
+    field (never retried). Rejecting an observation consumes its seq, so the Turn goes on."""
+
+
+@dataclass
+class Observation:
+    kind: str
+    seq: int
+    fields: dict[str, Any]
+    buffered: bool = False  # read back from an OBS# row
+
+
+@dataclass
+class Report:
+    """What one observe call decided, acted on after its commit."""
+
+    result: str = "ignored"
+    rejections: list[tuple[Observation, AgentsError]] = field(default_factory=list)
+    terminal: Optional[str] = None
+    token: Optional[str] = None
+    final_answer: Optional[bool] = None
+    fail_turn: Optional[str] = None  # why Core fails the Turn itself (a function call it cannot accept)
+    acked: int = 0
+
+    def reset(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
+def _depth(value: Any, limit: int) -> bool:
+    """Whether a JSON value nests deeper than `limit` (iterative: no recursion on hostile input)."""
+    stack = [(value, 1)]
+    while stack:
+        current, level = stack.pop()
+        if isinstance(current, (dict, list)):
+            if level > limit:
+                return True
+            children = current.values() if isinstance(current, dict) else current
+            stack.extend((child, level + 1) for child in children)
+    return False
+
+
+def _string(value: Any, param: str, *, limit: int = MAX_ID, optional: bool = False) -> Optional[str]:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise Rejected(f"Invalid '{param}': expected a string of 1 to {limit} characters.", param=param)
+    return value
+
+
+def _seq(value: Any, param: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SEQ:
+        raise Rejected(f"Invalid '{param}': expected an integer from 1 to 2**53.", param=param)
+    return value
+
+
+def parse_message(message: dict[str, Any]) -> tuple[str, str, str, list[Observation]]:
+    """Routing and observations of a Runtime message, shape-checked (no store access)."""
     action = message.get("action")
     if action != "turn.batch" and action not in OBSERVATIONS:
-        raise InvalidRequest(f"Unknown action '{action}'.", param="action")
-    try:
-        tenant, session_id, turn_id = message["tenant"], message["session_id"], message["turn_id"]
-        batch = message["observations"] if action == "turn.batch" else [message]
-        if not isinstance(batch, list) or not batch:
-            raise TypeError
-        observations = [(o["action"], int(o["seq"]), o) for o in batch]
-    except (KeyError, TypeError, ValueError):
-        raise InvalidRequest("Observations carry tenant, session_id, turn_id and an integer seq.") from None
-    for kind, _, _ in observations:
+        raise Rejected(f"Unknown action '{str(action)[:64]}'.", param="action")
+    tenant = _string(message.get("tenant"), "tenant", limit=256)
+    session_id = _string(message.get("session_id"), "session_id", limit=256)
+    turn_id = _string(message.get("turn_id"), "turn_id", limit=256)
+    if action == "turn.batch":
+        batch = message.get("observations")
+        if not isinstance(batch, list) or not 1 <= len(batch) <= MAX_BATCH:
+            raise Rejected(f"Invalid 'observations': expected a list of 1 to {MAX_BATCH} observations.",
+                           param="observations")
+        where = "observations[{}]"
+    else:
+        batch, where = [message], "{}"
+    observations = []
+    for i, raw in enumerate(batch):
+        prefix = where.format(i) + "." if action == "turn.batch" else ""
+        if not isinstance(raw, dict):
+            raise Rejected(f"Invalid '{where.format(i)}': expected an object.", param=where.format(i))
+        kind = raw.get("action")
         if kind not in OBSERVATIONS:
-            raise InvalidRequest(f"Unknown action '{kind}'.", param="action")
-    if all(kind == "turn.heartbeat" for kind, _, _ in observations):
-        item = store.get(engine.turn_key(tenant, session_id, turn_id), consistent=False)
-        if item and item.get("claimed_by") == connection_id and item.get("task_token"):
-            workflow.heartbeat(item["task_token"])
-        return "applied"
-    outcome: dict[str, Any] = {}
-
-    def work(draft: engine.Draft) -> str:
-        outcome.clear()
-        turn = draft.turn(turn_id)
-        if turn is None or turn.claimed_by != connection_id:
-            return "ignored"  # never act on a Turn this connection does not own
-        result = "duplicate"
-        for kind, seq, observation in observations:
-            if seq <= turn.obs_seq or kind == "turn.heartbeat":
-                continue  # a duplicate is ignored (the conditional commit below makes it exact)
-            if turn.status in engine.TERMINAL or outcome.get("terminal"):
-                return "ignored"
-            turn.set(obs_seq=seq)
-            _APPLY[kind](draft, turn, observation, outcome)
-            result = "applied"
-        return result
-
-    result = engine.run(store, tenant, session_id, work)
-    if result == "applied" and outcome.get("terminal"):
-        token = outcome["token"]
-        if token:
-            workflow.succeed(token, {"status": outcome["terminal"], "final_answer": outcome.get("final_answer")})
-    return result
+            raise Rejected(f"Unknown action '{str(kind)[:64]}'.", param=f"{prefix}action")
+        if kind == "turn.heartbeat" and raw.get("seq") is None:
+            observations.append(Observation(kind, 0, raw))  # an unnumbered heartbeat takes no place in the order
+            continue
+        observations.append(Observation(kind, _seq(raw.get("seq"), f"{prefix}seq"), raw))
+    seqs = [o.seq for o in observations if o.seq]
+    if len(set(seqs)) != len(seqs):
+        raise Rejected("Invalid 'observations': each observation has its own seq.", param="observations")
+    return tenant, session_id, turn_id, sorted(observations, key=lambda o: o.seq)  # type: ignore[return-value]
 
 
-def _item_ref(draft: engine.Draft, turn: engine.TurnState, runtime_id: str, new: bool) -> dict[str, Any]:
-    ref = turn.item_map.get(runtime_id)
-    if ref is None:
-        if not new:
-            raise InvalidRequest(f"Unknown item '{runtime_id}'.", param="item.id")
-        position = draft.next_position()
-        ref = {"id": engine.item_public_id(position), "position": position, "output_index": turn.outputs}
-        turn.set(item_map={**turn.item_map, runtime_id: ref}, outputs=turn.outputs + 1)
-    return ref
+def _obs_key(tenant: str, session_id: str, turn_id: str, seq: int) -> dict[str, str]:
+    return {"PK": session_pk(tenant, session_id), "SK": f"OBS#{turn_id}#{seq:012d}"}
 
 
-def _public_item(draft: engine.Draft, turn: engine.TurnState, raw: Any, ref: dict[str, Any]) -> dict[str, Any]:
-    if not isinstance(raw, dict) or raw.get("type") not in ("message", "reasoning", "mcp_call", "web_search_call"):
-        raise InvalidRequest("Observed items are message, reasoning, mcp_call or web_search_call objects.")
-    item = {k: v for k, v in raw.items() if k != "id"}
-    item.update(id=ref["id"], turn_id=raw.get("turn_id") or turn.id)
-    if item["type"] == "message":
-        item.setdefault("role", "assistant")
-        item.setdefault("content", [])
-        item.setdefault("status", "in_progress")
-    return item
+def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message: dict[str, Any],
+            messenger: Optional[Messenger] = None) -> str:
+    """Apply the observations of one Runtime message (one, or a `turn.batch` of one Turn's, in one
+    commit); returns 'applied', 'buffered', 'duplicate' or 'ignored'.
+
+    Order tolerant: seq numbers are applied in order; an observation that arrives ahead of a gap
+    waits in an OBS# row until the gap fills (a heartbeat's seq fills its own place), so delivery in
+    any order loses and duplicates nothing. Each message is answered with a cumulative
+    `turn.ack` (the last seq applied); a rejected observation with an error frame naming the field.
+    """
+    tenant, session_id, turn_id, observations = parse_message(message)
+    route = (tenant, session_id, turn_id)
+    if all(o.kind == "turn.heartbeat" for o in observations):
+        return _heartbeat(store, workflow, connection_id, route, observations, messenger)
+    report = Report()
+    engine.run(store, tenant, session_id, lambda draft: _drain(draft, connection_id, turn_id, observations, report))
+    _after(store, workflow, messenger, connection_id, route, report)
+    while report.result == "more":  # a long drain continues in further bounded commits
+        report = _drain_more(store, workflow, messenger, connection_id, route)
+    return report.result if report.result != "more" else "applied"
 
 
-def _item_added(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: dict[str, Any]) -> None:
-    raw = msg.get("item") or {}
-    ref = _item_ref(draft, turn, str(raw.get("id")), new=True)
-    item = _public_item(draft, turn, raw, ref)
+def _drain_more(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger], connection_id: str,
+                route: tuple[str, str, str]) -> Report:
+    report = Report()
+    engine.run(store, route[0], route[1], lambda draft: _drain(draft, connection_id, route[2], [], report))
+    _after(store, workflow, messenger, connection_id, route, report)
+    return report
+
+
+def _heartbeat(store: DynamoStore, workflow: Workflow, connection_id: str, route: tuple[str, str, str],
+               observations: list[Observation], messenger: Optional[Messenger]) -> str:
+    """Apart from observations, so no other traffic ever delays it: no Session commit, no retry loop.
+    Its seq is recorded in an OBS# marker (a plain put on its own key, never contended) so an
+    observation after it does not wait for it."""
+    tenant, session_id, turn_id = route
+    item = store.get(engine.turn_key(tenant, session_id, turn_id), consistent=False)
+    if not item or item.get("claimed_by") != connection_id:
+        return "ignored"
+    if item.get("task_token") and not item.get("closing"):
+        workflow.heartbeat(item["task_token"])
+    for o in observations:
+        if o.seq and o.seq > int(item.get("obs_seq", 0)):
+            store.put({**_obs_key(tenant, session_id, turn_id, o.seq), "kind": "observation", "turn_id": turn_id,
+                       "seq": o.seq, "action": "turn.heartbeat", "ttl": now() + 86400})
+    if int(item.get("buffered", 0)) > 0:  # observations wait behind this seq: apply them now
+        while _drain_more(store, workflow, messenger, connection_id, route).result == "more":
+            pass
+    return "applied"
+
+
+def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Observation],
+           report: Report) -> str:
+    """Apply every observation that is next in seq order (fresh ones and those waiting in OBS#
+    rows); keep the rest waiting. Bounded: past DRAIN_ENTRIES writes it stops and says 'more'."""
+    report.reset()
+    turn = draft.turn(turn_id)
+    if turn is None or turn.claimed_by != connection_id:
+        report.result = "ignored"  # never act on a Turn this connection does not own
+        return report.result
+    if turn.status in engine.TERMINAL or turn.closing:
+        report.result = "ignored"
+        report.acked = turn.obs_seq
+        return report.result
+    pending = {o.seq: o for o in fresh if o.seq > turn.obs_seq and o.seq}
+    if fresh and not pending:
+        report.result, report.acked = "duplicate", turn.obs_seq
+        return report.result
+    for o in list(pending.values()):
+        if o.seq > turn.obs_seq + MAX_AHEAD:
+            pending.pop(o.seq)
+            report.rejections.append((o, Rejected(
+                f"Invalid 'seq': at most {MAX_AHEAD} past the last applied observation ({turn.obs_seq}).",
+                param="seq")))
+    waiting: dict[int, Observation] = {}
+    if turn.buffered > 0 or (pending and min(pending) != turn.obs_seq + 1) or not fresh:
+        rows = draft.store.query(pk=session_pk(draft.tenant, draft.session_id), sk_prefix=f"OBS#{turn_id}#",
+                                 after=f"OBS#{turn_id}#{turn.obs_seq:012d}", limit=MAX_BUFFERED + 50,
+                                 consistent=True).items
+        for row in rows:
+            fields = jsonutil.loads(row["fields"]) if row.get("fields") else {}
+            waiting[int(row["seq"])] = Observation(row["action"], int(row["seq"]), fields, buffered=True)
+    applied = False
+    while True:
+        following = turn.obs_seq + 1
+        o = waiting.get(following) or pending.get(following)
+        if o is None:
+            break
+        if not draft.tx.fits(entries=DRAIN_ENTRIES // 2) or len(draft.tx.entries) > DRAIN_ENTRIES:
+            report.result = "more"
+            break
+        if following in waiting:
+            draft.tx.delete(_obs_key(draft.tenant, draft.session_id, turn_id, following))
+            if waiting[following].kind != "turn.heartbeat":
+                turn.set(buffered=max(0, turn.buffered - 1))
+            waiting.pop(following)
+        pending.pop(following, None)
+        turn.set(obs_seq=following)
+        draft.dirty = True
+        applied = True
+        if o.kind == "turn.heartbeat":
+            continue
+        try:
+            _APPLY[o.kind](draft, turn, o.fields, report)
+        except AgentsError as error:
+            report.rejections.append((o, error))
+            if o.kind == "turn.function_call":
+                # A call Core cannot accept would leave the Harness waiting for a result that never
+                # comes: Core fails the Turn itself, at once.
+                report.fail_turn = error.message
+                turn.set(closing="failed")
+                break
+        if report.terminal:
+            break
+    # What is still ahead of a gap waits for it (unless the Turn just ended).
+    if not report.terminal and not report.fail_turn:
+        for o in pending.values():
+            if o.seq in waiting:
+                continue
+            if turn.buffered >= MAX_BUFFERED:
+                report.rejections.append((o, Rejected(
+                    f"Too many observations wait for a missing seq ({turn.obs_seq + 1}); at most {MAX_BUFFERED}.",
+                    param="seq")))
+                continue
+            draft.tx.put({**_obs_key(draft.tenant, draft.session_id, turn_id, o.seq), "kind": "observation",
+                          "turn_id": turn_id, "seq": o.seq, "action": o.kind,
+                          "fields": jsonutil.dumps(o.fields), "ttl": now() + 86400}, "attribute_not_exists(PK)")
+            turn.set(buffered=turn.buffered + 1)
+            draft.dirty = True
+            if report.result != "more":
+                report.result = "buffered" if not applied else "applied"
+    if report.result == "ignored":
+        report.result = "applied" if applied else ("buffered" if turn.buffered else "duplicate")
+    report.acked = turn.obs_seq
+    return report.result
+
+
+def _after(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger], connection_id: str,
+           route: tuple[str, str, str], report: Report) -> None:
+    """After the commit: rejections answered and logged, the workflow told, the message acked."""
+    tenant, session_id, turn_id = route
+    for o, error in report.rejections:
+        log_rejection(connection_id, turn_id, o.kind, o.seq, error)
+        if messenger is not None:
+            post_safely(messenger, store, connection_id, error_frame(error, action=o.kind, seq=o.seq,
+                                                                     turn_id=turn_id))
+    if report.fail_turn is not None:
+        item = store.get(engine.turn_key(tenant, session_id, turn_id))
+        if item and item.get("task_token"):
+            workflow.fail(item["task_token"], "FunctionCallRejected", report.fail_turn[:200])
+        if messenger is not None:  # the Harness stops the Turn; whatever it reports is ignored
+            post_safely(messenger, store, connection_id, {"type": "turn.cancel", "tenant": tenant,
+                                                          "session_id": session_id, "turn_id": turn_id})
+    if report.terminal and report.token:
+        workflow.succeed(report.token, {"status": report.terminal, "final_answer": report.final_answer})
+    if messenger is not None and report.result in ("applied", "buffered", "duplicate"):
+        post_safely(messenger, store, connection_id, {"type": "turn.ack", "turn_id": turn_id, "seq": report.acked})
+
+
+def error_frame(error: AgentsError, *, action: Optional[str] = None, seq: Optional[int] = None,
+                turn_id: Optional[str] = None) -> dict[str, Any]:
+    frame: dict[str, Any] = {"type": "error", "ref": seq, "error": error.envelope()["error"]}
+    if action is not None:
+        frame["action"] = action
+    if turn_id is not None:
+        frame["turn_id"] = turn_id
+    return frame
+
+
+def log_rejection(connection_id: str, turn_id: Optional[str], action: Optional[str], seq: Optional[int],
+                  error: AgentsError) -> None:
+    """Connection, Turn and reason; never a payload."""
+    logger.warning("rejected runtime message", extra={
+        "connection_id": connection_id, "turn_id": turn_id, "action": action, "seq": seq,
+        "reason": error.message[:300], "param": error.param})
+
+
+def _runtime_item(draft: engine.Draft, turn: engine.TurnState, raw: Any, *, done: bool) -> tuple[str, dict]:
+    runtime_id, item = runtime_items.parse(raw, done=done)
+    if len(jsonutil.dumps(item).encode()) > MAX_ARGUMENTS_BYTES * 2 or _depth(item, MAX_JSON_DEPTH):
+        raise Rejected(f"Invalid 'item': at most {MAX_ARGUMENTS_BYTES * 2} bytes of JSON, nested at most "
+                       f"{MAX_JSON_DEPTH} deep.", param="item")
+    return runtime_id, item
+
+
+def _item_added(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
+    runtime_id, item = _runtime_item(draft, turn, msg.get("item"), done=False)
+    if draft.item_ref(turn.id, runtime_id) is not None:
+        raise Rejected(f"Invalid 'item.id': the Item '{runtime_id}' was already added.", param="item.id")
+    ref = draft.new_item_ref(turn, runtime_id)
+    item = {"id": ref["id"], **item, "turn_id": turn.id}
     draft.put_item(ref["position"], item)
-    if item.get("status") == "in_progress":
-        turn.set(open_items=[*turn.open_items, str(raw.get("id"))])
+    if item["status"] != "in_progress":
+        draft.set_ref_state(turn.id, runtime_id, "done")
     draft.emit(resources.item_event("agent.session.turn.item.added", new_id("evt"), draft.session_id, item,
                                     ref["output_index"]))
 
 
-def _item_done(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: dict[str, Any]) -> None:
-    raw = msg.get("item") or {}
-    runtime_id = str(raw.get("id"))
-    ref = _item_ref(draft, turn, runtime_id, new=runtime_id not in turn.item_map)
-    item = _public_item(draft, turn, {**raw, "status": raw.get("status", "completed")}, ref)
+def _item_done(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
+    runtime_id, item = _runtime_item(draft, turn, msg.get("item"), done=True)
+    ref = draft.item_ref(turn.id, runtime_id)
+    if ref is None:
+        ref = draft.new_item_ref(turn, runtime_id)  # reported finished without an added: both at once
+    elif ref["state"] == "done":
+        raise Rejected(f"Invalid 'item.id': the Item '{runtime_id}' is already done.", param="item.id")
+    item = {"id": ref["id"], **item, "turn_id": turn.id}
     draft.put_item(ref["position"], item)
-    turn.set(open_items=[i for i in turn.open_items if i != runtime_id])
+    draft.set_ref_state(turn.id, runtime_id, "done")
     if item["type"] == "message" and item.get("phase") == "final_answer" and item["status"] == "completed":
         turn.set(has_final_answer=True)
     draft.emit(resources.item_event("agent.session.turn.item.done", new_id("evt"), draft.session_id, item,
                                     ref["output_index"]))
 
 
-def _text_delta(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: dict[str, Any]) -> None:
-    ref = _item_ref(draft, turn, str(msg.get("item_id")), new=False)
+def _text_delta(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
+    runtime_id = _string(msg.get("item_id"), "item_id")
+    index = msg.get("content_index", 0)
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < 1000:
+        raise Rejected("Invalid 'content_index': expected an integer from 0 to 999.", param="content_index")
+    delta = msg.get("delta", "")
+    if not isinstance(delta, str):
+        raise Rejected("Invalid 'delta': expected a string.", param="delta")
+    ref = draft.item_ref(turn.id, runtime_id)  # type: ignore[arg-type]
+    if ref is None:
+        raise Rejected(f"Invalid 'item_id': no Item '{runtime_id}' was added in this Turn.", param="item_id")
     draft.emit({"type": "agent.session.turn.output_text.delta", "event_id": new_id("evt"),
                 "session_id": draft.session_id, "turn_id": turn.id, "item_id": ref["id"],
-                "output_index": ref["output_index"], "content_index": int(msg.get("content_index", 0)),
-                "delta": str(msg.get("delta", ""))})
+                "output_index": ref["output_index"], "content_index": index, "delta": delta})
 
 
-def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: dict[str, Any]) -> None:
-    call_id = str(msg.get("call_id") or "")
-    name = str(msg.get("name") or "")
-    if not call_id or not name:
-        raise InvalidRequest("turn.function_call carries call_id and name.")
+def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
+    call_id = _string(msg.get("call_id"), "call_id")
+    name = _string(msg.get("name"), "name")
+    child = _string(msg.get("child_turn_id"), "child_turn_id", optional=True)
+    runtime_id = _string(msg.get("item_id"), "item_id", optional=True) or call_id
     arguments = msg.get("arguments")
-    child = msg.get("child_turn_id")
-    ref = _item_ref(draft, turn, str(msg.get("item_id") or call_id), new=True)
+    if _depth(arguments, MAX_JSON_DEPTH):
+        raise Rejected(f"Invalid 'arguments': nested more than {MAX_JSON_DEPTH} deep.", param="arguments")
+    encoded = jsonutil.dumps(arguments)
+    if len(encoded.encode()) > MAX_ARGUMENTS_BYTES:
+        raise Rejected(f"Invalid 'arguments': a function call's arguments hold at most {MAX_ARGUMENTS_BYTES} "
+                       "bytes of JSON.", param="arguments")
+    action = resources.function_call_action(call_id, name, arguments, turn.id)  # type: ignore[arg-type]
+    if not turn.cancel_requested and len(jsonutil.dumps([*draft.required_actions, action]).encode()) \
+            > REQUIRED_ACTIONS_BYTES:
+        raise Rejected(f"Invalid 'arguments': the Session's pending function calls hold at most "
+                       f"{REQUIRED_ACTIONS_BYTES} bytes of JSON together.", param="arguments")
+    if draft.store.get(engine.call_key(draft.tenant, draft.session_id, call_id)) is not None:  # type: ignore[arg-type]
+        raise Rejected(f"Invalid 'call_id': '{call_id}' was already used in this Session.", param="call_id")
+    if draft.item_ref(turn.id, runtime_id) is not None:  # type: ignore[arg-type]
+        raise Rejected(f"Invalid 'item_id': the Item '{runtime_id}' was already added.", param="item_id")
+    ref = draft.new_item_ref(turn, runtime_id)  # type: ignore[arg-type]
+    draft.set_ref_state(turn.id, runtime_id, "done")  # type: ignore[arg-type]
     item = {"id": ref["id"], "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments,
             "status": "completed", "turn_id": child or turn.id}
     draft.put_item(ref["position"], item)
-    draft.tx.put({**engine.call_key(draft.tenant, draft.session_id, call_id), "kind": "call", "call_id": call_id,
-                  "turn_id": turn.id, "child_turn_id": child, "name": name, "arguments": jsonutil.dumps(arguments),
+    draft.tx.put({**engine.call_key(draft.tenant, draft.session_id, call_id), "kind": "call", "call_id": call_id,  # type: ignore[arg-type]
+                  "turn_id": turn.id, "child_turn_id": child, "name": name, "arguments": encoded,
                   "state": "pending", "item_id": ref["id"], "created_at": now()}, "attribute_not_exists(PK)")
     draft.emit(resources.item_event("agent.session.turn.item.added", new_id("evt"), draft.session_id, item,
                                     ref["output_index"]))
     if turn.cancel_requested:
         return
-    draft.required_actions = [*draft.required_actions,
-                              resources.function_call_action(call_id, name, arguments, turn.id)]
+    draft.required_actions = [*draft.required_actions, action]
     if turn.status != "waiting":
         turn.set(status="waiting")  # there is no Turn waiting event
         draft.active_turn = {**(draft.active_turn or {}), "status": "waiting"}
@@ -332,25 +579,36 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
         draft.emit_session("agent.session.requires_action")
 
 
-def _close_call(draft: engine.Draft, turn: engine.TurnState, call_id: str, applied: bool) -> Optional[dict]:
-    call = draft.store.get(engine.call_key(draft.tenant, draft.session_id, call_id))
+REQUIRED_ACTIONS_BYTES = 256 * 1024  # the Session item holds them with its snapshot, within 400 KB
+
+
+def _close_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], applied: bool) -> dict:
+    """The receipt (applied) or an abandonment, classified deterministically on the call's state:
+    only a submitted result can be applied, only an open call abandoned."""
+    call_id = _string(msg.get("call_id"), "call_id")
+    key = engine.call_key(draft.tenant, draft.session_id, call_id)  # type: ignore[arg-type]
+    call = draft.store.get(key)
     if call is None or call["turn_id"] != turn.id:
-        raise InvalidRequest(f"Unknown call '{call_id}'.", param="call_id")
+        raise Rejected(f"Invalid 'call_id': no call '{call_id}' in this Turn.", param="call_id")
+    state = draft.call_state(call)
+    if applied and state != "submitted":
+        raise Rejected(f"Invalid 'call_id': the call '{call_id}' has no submitted result to apply (it is {state}).",
+                       param="call_id")
+    if not applied and state not in ("pending", "submitted"):
+        raise Rejected(f"Invalid 'call_id': the call '{call_id}' can no longer be abandoned (it is {state}).",
+                       param="call_id")
     if applied:
-        # The receipt: only a result that was admitted can be applied, and only once.
-        draft.tx.update(engine.call_key(draft.tenant, draft.session_id, call_id), "SET #s = :a, applied_at = :n",
-                        "#s = :sub", names={"#s": "state"}, values={":a": "applied", ":sub": "submitted", ":n": now()})
+        draft.update_call(call_id, {"state": "applied", "applied_at": now()}, "#s = :sub",  # type: ignore[arg-type]
+                          names={"#s": "state"}, values={":sub": "submitted"})
     else:
-        draft.tx.update(engine.call_key(draft.tenant, draft.session_id, call_id), "SET #s = :ab",
-                        "#s IN (:p, :sub)", names={"#s": "state"},
-                        values={":ab": "abandoned", ":p": "pending", ":sub": "submitted"})
+        draft.update_call(call_id, {"state": "abandoned"}, "#s IN (:p, :sub)", names={"#s": "state"},  # type: ignore[arg-type]
+                          values={":p": "pending", ":sub": "submitted"})
     engine.drop_actions(draft, turn.id, call_id)
     return call
 
 
-def _applied(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: dict[str, Any]) -> None:
-    call = _close_call(draft, turn, str(msg.get("call_id")), applied=True)
-    assert call is not None
+def _applied(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
+    call = _close_call(draft, turn, msg, applied=True)
     position = draft.next_position()
     sent = jsonutil.loads(call["result"]) if call.get("result") else {}
     item = resources.function_call_output_item(engine.item_public_id(position), call.get("child_turn_id") or turn.id,
@@ -360,14 +618,15 @@ def _applied(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], o
     engine.resume_if_clear(draft, turn)
 
 
-def _abandoned(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: dict[str, Any]) -> None:
-    _close_call(draft, turn, str(msg.get("call_id")), applied=False)
+def _abandoned(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
+    _close_call(draft, turn, msg, applied=False)
     engine.resume_if_clear(draft, turn)
 
 
 def _terminal(status: str):
-    def apply(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: dict[str, Any]) -> None:
-        out.update(terminal=status, token=turn.task_token)
+    def apply(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
+        out.terminal, out.token = status, turn.task_token
+        turn.set(closing=status)  # later observations of the Turn are ignored
         draft.dirty = True
         error = msg.get("error")
         if status == "failed" and isinstance(error, dict) and isinstance(error.get("message"), str):
@@ -394,18 +653,25 @@ _APPLY = {
 # ---- settlement (the Settle task) ---------------------------------------------------------------
 
 def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outcome: Optional[dict[str, Any]],
-           lost: bool) -> str:
-    """Execution loss fails the claimed Turn without replay; a missing structured answer fails it."""
-    result: dict[str, str] = {}
+           lost: bool, last_resort: bool = False) -> str:
+    """Execution loss fails the claimed Turn without replay; a missing structured answer fails it.
 
-    def work(draft: engine.Draft) -> None:
+    Converges for every Turn shape, in bounded steps that are each safe to repeat: (1) the Turn is
+    marked closing (observations are ignored from then on), (2) its open calls are closed
+    SETTLE_CHUNK per transaction, (3) its unfinished Items become incomplete SETTLE_CHUNK per
+    commit, (4) one small final commit ends the Turn and frees the Session. `last_resort` (the
+    workflow's Catch after Settle failed) runs step 4 only: the Session is never left wedged, and the
+    calls still open take no result (their Turn is no longer active)."""
+
+    def decide(draft: engine.Draft) -> Optional[str]:
         turn = draft.turn(turn_id)
-        if turn is None or turn.status in engine.TERMINAL:
-            result["status"] = turn.status if turn else "missing"
-            return
+        if turn is None:
+            return None
+        if turn.status in engine.TERMINAL:
+            return "settled:" + turn.status
         if turn.cancel_requested:
             status = "cancelled"
-        elif lost:
+        elif lost or last_resort:
             status = "failed"
         else:
             status = (outcome or {}).get("status", "failed")
@@ -413,14 +679,38 @@ def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outco
                 status = "failed"
             if status == "completed" and draft.snapshot.output_schema is not None and not turn.has_final_answer:
                 status = "failed"
-        engine.settle(draft, turn, status, engine.turn_calls(store, tenant, session_id, turn_id))
-        result["status"] = status
+        if not turn.closing:
+            turn.set(closing=status)
+        return status
 
     try:
-        engine.run(store, tenant, session_id, work)
+        status = engine.run(store, tenant, session_id, decide)
+        if status is None:
+            return "missing"
+        if status.startswith("settled:"):
+            return status.split(":", 1)[1]
+        if not last_resort:
+            engine.close_open_calls(store, tenant, session_id, turn_id,
+                                    "cancelled" if status == "cancelled" else "settled")
+
+        def step(draft: engine.Draft) -> bool:
+            turn = draft.turn(turn_id)
+            if turn is None or turn.status in engine.TERMINAL:
+                return True
+            refs = [] if last_resort else engine.open_item_refs(store, tenant, session_id, turn_id)
+            if refs:
+                engine.close_open_items(draft, turn, refs)
+                return False
+            if turn.claimed_by:  # the claim row is no longer needed once the Turn ends
+                draft.tx.delete(conn_key(turn.claimed_by, f"CLAIM#{turn_id}"))
+            engine.settle(draft, turn, status)
+            return True
+
+        while not engine.run(store, tenant, session_id, step):
+            pass
     except NotFound:
         return "missing"  # the Session was deleted: nothing left to settle
-    return result["status"]
+    return status
 
 
 def fail_claimed_turns(store: DynamoStore, workflow: Workflow, connection_id: str) -> int:
