@@ -61,10 +61,10 @@ def codex(local_stack, runtime_process, tmp_path_factory):
     runtime.stop()
 
 
-def create(client, script=None, **agent):
+def create(client, script=None, environment=None, **agent):
     body = {"model": "gpt-5", "tools": [FN], **agent}
     extra = {"input": script} if script is not None else {}
-    return client.beta.agents.sessions.create(environment={"type": "none"}, agent=body,
+    return client.beta.agents.sessions.create(environment=environment or {"type": "none"}, agent=body,
                                               extra_body={"x_agents_core": {"harness": "codex"}}, **extra)
 
 
@@ -138,7 +138,7 @@ def test_identical_retry_accepted_and_different_result_conflicts_while_pending_a
 
 def test_structured_output_is_the_native_final_message_unchanged_and_schema_on_every_root_turn(
         client, codex, local_stack):
-    document = '{"forecast": "sunny"}'
+    document = '{"forecast": "clear skies at noon"}'
     session = create(client, f"answer {document}", text={"format": {"type": "json_schema", "schema": SCHEMA}})
     turn = first_turn(client, session.id)
     wait_for(lambda: turn_status(client, session.id, turn.id) == "completed", timeout=30)
@@ -160,7 +160,9 @@ def test_structured_output_is_the_native_final_message_unchanged_and_schema_on_e
     assert sent, "the resumed Turn reached the provider"
     resumed = sent[-1]["body"]["input"]
     assert json.dumps(document)[1:-1] in json.dumps(resumed)  # the first answer: history came back
-    for request in requests_of(codex, "sunny"):
+    root_turns = requests_of(codex, "clear skies at noon")  # the first Turn and the resumed one
+    assert len(root_turns) == 2
+    for request in root_turns:
         fmt = request["body"]["text"]["format"]
         assert fmt["type"] == "json_schema" and fmt["strict"] is True and fmt["schema"] == SCHEMA
 
@@ -204,8 +206,9 @@ def test_provider_failure_fails_the_turn_with_a_readable_reason(client, codex):
     assert client.beta.agents.sessions.retrieve(session.id).status == "failed"
 
 
-def test_sdk_stream_helper_with_tool_handlers_on_codex(client, codex):
-    session = create(client)
+def test_sdk_stream_helper_with_tool_handlers_on_codex(client, codex, tmp_path):
+    # An idle Session (no input) needs a workspace: Codex runs in that directory.
+    session = create(client, environment={"type": "self_hosted", "workspace_directory": str(tmp_path)})
     calls = []
 
     def get_weather(arguments):
