@@ -238,6 +238,11 @@ class Draft:
         self._changed_refs.add(key)
         return ref
 
+    def writes(self) -> int:
+        """Writes this commit will make so far (composed ones included, Session and outbox too)."""
+        return (len(self.tx.entries) + len(self._items) + len(self._changed_refs) + len(self._call_writes)
+                + len(self.turns) + 2)
+
     def set_ref_state(self, turn_id: str, runtime_id: str, state: str) -> None:
         key = (turn_id, runtime_id)
         ref = self._refs[key]
@@ -505,18 +510,19 @@ def close_open_calls(store: DynamoStore, tenant: str, session_id: str, turn_id: 
     Each update is conditional on the call still being open, so a retried step, or one racing a
     result or a receipt, converges: a lost race re-reads the calls still open."""
     closed = 0
-    for attempt in range(10_000):
-        calls = open_calls(store, tenant, session_id, turn_id)
+    for attempt in range(1000):
+        calls = open_calls(store, tenant, session_id, turn_id, limit=10_000)  # one pass, chunked below
         if not calls:
             return closed
-        tx = store.new_transaction()
-        for call in calls:
-            tx.update(call_key(tenant, session_id, call["call_id"]), "SET #s = :s", "#s IN (:p, :sub)",
-                      names={"#s": "state"}, values={":s": state, ":p": "pending", ":sub": "submitted"})
         try:
-            store.transact(tx)
-            closed += len(calls)
-        except (TransactionConflict, Contention):
+            for start in range(0, len(calls), SETTLE_CHUNK):
+                tx = store.new_transaction()
+                for call in calls[start:start + SETTLE_CHUNK]:
+                    tx.update(call_key(tenant, session_id, call["call_id"]), "SET #s = :s", "#s IN (:p, :sub)",
+                              names={"#s": "state"}, values={":s": state, ":p": "pending", ":sub": "submitted"})
+                store.transact(tx)
+                closed += len(calls[start:start + SETTLE_CHUNK])
+        except (TransactionConflict, Contention):  # a call changed meanwhile: read what is still open
             time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter
     raise Unavailable()
 

@@ -237,6 +237,7 @@ class Report:
     final_answer: Optional[bool] = None
     fail_turn: Optional[str] = None  # why Core fails the Turn itself (a function call it cannot accept)
     acked: int = 0
+    remaining: list[Observation] = field(default_factory=list)  # next in order, for the next bounded commit
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -325,14 +326,16 @@ def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message:
     engine.run(store, tenant, session_id, lambda draft: _drain(draft, connection_id, turn_id, observations, report))
     _after(store, workflow, messenger, connection_id, route, report)
     while report.result == "more":  # a long drain continues in further bounded commits
-        report = _drain_more(store, workflow, messenger, connection_id, route)
+        report = _drain_more(store, workflow, messenger, connection_id, route, report.remaining)
     return report.result if report.result != "more" else "applied"
 
 
 def _drain_more(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger], connection_id: str,
-                route: tuple[str, str, str]) -> Report:
+                route: tuple[str, str, str], fresh: Optional[list[Observation]] = None) -> Report:
     report = Report()
-    engine.run(store, route[0], route[1], lambda draft: _drain(draft, connection_id, route[2], [], report))
+    rest = list(fresh or [])
+    engine.run(store, route[0], route[1], lambda draft: _drain(draft, connection_id, route[2], rest, report,
+                                                               continuing=True))
     _after(store, workflow, messenger, connection_id, route, report)
     return report
 
@@ -359,7 +362,7 @@ def _heartbeat(store: DynamoStore, workflow: Workflow, connection_id: str, route
 
 
 def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Observation],
-           report: Report) -> str:
+           report: Report, continuing: bool = False) -> str:
     """Apply every observation that is next in seq order (fresh ones and those waiting in OBS#
     rows); keep the rest waiting. Bounded: past DRAIN_ENTRIES writes it stops and says 'more'."""
     report.reset()
@@ -372,7 +375,7 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
         report.acked = turn.obs_seq
         return report.result
     pending = {o.seq: o for o in fresh if o.seq > turn.obs_seq and o.seq}
-    if fresh and not pending:
+    if fresh and not pending and not continuing:
         report.result, report.acked = "duplicate", turn.obs_seq
         return report.result
     for o in list(pending.values()):
@@ -382,7 +385,7 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
                 f"Invalid 'seq': at most {MAX_AHEAD} past the last applied observation ({turn.obs_seq}).",
                 param="seq")))
     waiting: dict[int, Observation] = {}
-    if turn.buffered > 0 or (pending and min(pending) != turn.obs_seq + 1) or not fresh:
+    if turn.buffered > 0 or (pending and min(pending) != turn.obs_seq + 1) or not pending:
         rows = draft.store.query(pk=session_pk(draft.tenant, draft.session_id), sk_prefix=f"OBS#{turn_id}#",
                                  after=f"OBS#{turn_id}#{turn.obs_seq:012d}", limit=MAX_BUFFERED + 50,
                                  consistent=True).items
@@ -395,7 +398,7 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
         o = waiting.get(following) or pending.get(following)
         if o is None:
             break
-        if not draft.tx.fits(entries=DRAIN_ENTRIES // 2) or len(draft.tx.entries) > DRAIN_ENTRIES:
+        if draft.writes() > DRAIN_ENTRIES or len(jsonutil.dumps(draft.events).encode()) > 2 * 1024 * 1024:
             report.result = "more"
             break
         if following in waiting:
@@ -421,8 +424,10 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
                 break
         if report.terminal:
             break
+    if report.result == "more":  # the rest goes on in the next bounded commit, in memory
+        report.remaining = list(pending.values())
     # What is still ahead of a gap waits for it (unless the Turn just ended).
-    if not report.terminal and not report.fail_turn:
+    elif not report.terminal and not report.fail_turn:
         for o in pending.values():
             if o.seq in waiting:
                 continue
@@ -436,8 +441,7 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
                           "fields": jsonutil.dumps(o.fields), "ttl": now() + 86400}, "attribute_not_exists(PK)")
             turn.set(buffered=turn.buffered + 1)
             draft.dirty = True
-            if report.result != "more":
-                report.result = "buffered" if not applied else "applied"
+            report.result = "buffered" if not applied else "applied"
     if report.result == "ignored":
         report.result = "applied" if applied else ("buffered" if turn.buffered else "duplicate")
     report.acked = turn.obs_seq
@@ -550,8 +554,10 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
         raise Rejected(f"Invalid 'arguments': a function call's arguments hold at most {MAX_ARGUMENTS_BYTES} "
                        "bytes of JSON.", param="arguments")
     action = resources.function_call_action(call_id, name, arguments, turn.id)  # type: ignore[arg-type]
-    if not turn.cancel_requested and len(jsonutil.dumps([*draft.required_actions, action]).encode()) \
-            > REQUIRED_ACTIONS_BYTES:
+    # The pending actions' size so far: the stored JSON plus what this commit added (no re-encoding).
+    held = draft.__dict__.setdefault("ra_bytes", len((draft.item.get("required_actions") or "[]").encode()))
+    added = len(encoded.encode()) + len(call_id) + len(name) + len(turn.id) + 96  # type: ignore[arg-type]
+    if not turn.cancel_requested and held + added > REQUIRED_ACTIONS_BYTES:
         raise Rejected(f"Invalid 'arguments': the Session's pending function calls hold at most "
                        f"{REQUIRED_ACTIONS_BYTES} bytes of JSON together.", param="arguments")
     if draft.store.get(engine.call_key(draft.tenant, draft.session_id, call_id)) is not None:  # type: ignore[arg-type]
@@ -571,6 +577,7 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
     if turn.cancel_requested:
         return
     draft.required_actions = [*draft.required_actions, action]
+    draft.ra_bytes = held + added  # type: ignore[attr-defined]
     if turn.status != "waiting":
         turn.set(status="waiting")  # there is no Turn waiting event
         draft.active_turn = {**(draft.active_turn or {}), "status": "waiting"}

@@ -1,0 +1,31 @@
+"""Bounded commits (issue 13, case 1): Turns with 120 and 500 pending calls settled on cancel, on
+completion and on Runtime loss, then a new Turn, on the in-process stack (moto). Runs the full
+matrix of tests/integration/test_bounded_commits.py and reports each case's seconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def main() -> int:
+    env = {**os.environ, "AGENTS_CORE_BOUNDED_FULL": "1"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/integration/test_bounded_commits.py", "-q",
+                           "-p", "no:cacheprovider", "--durations=0", "-k", "many_pending"],
+                          capture_output=True, text=True, cwd=ROOT, env=env)
+    seconds = {m.group(2): float(m.group(1)) for m in
+               re.finditer(r"([\d.]+)s call .*settles_and_the_session_runs_a_new_turn\[(\d+-\w+)\]", proc.stdout)}
+    print(json.dumps({"benchmark": "bounded_settlement", "passed": proc.returncode == 0,
+                      "seconds_per_case": seconds,
+                      "note": "moto emulation; each case builds the calls, settles and runs a new Turn"}))
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
