@@ -222,6 +222,7 @@ def test_the_composer_starts_and_steers_turns_and_cancel_ends_one(client, page, 
     page.fill("#message", "wait 20")
     page.click("#send")
     expect(page.locator("#send")).to_have_text("Steer")
+    expect(page.locator(".turn").first).to_have_attribute("data-status", "in_progress")  # the Runtime runs it
     page.fill("#message", "say steered in")
     page.click("#send")
     first = page.locator(".turn").first
