@@ -120,7 +120,9 @@ def test_sixty_four_input_messages_start_one_turn(client, runtime):
     session = client.beta.agents.sessions.create(environment={"type": "none"}, input=messages,
                                                  agent={"model": "gpt-5"})
     turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
-    wait_for(lambda: turn_status(client, session.id, turn_id) == "completed", timeout=30)
+    turn = wait_for(lambda: (t := client.beta.agents.sessions.turns.retrieve(turn_id, session_id=session.id)).status
+                    in ("completed", "failed", "cancelled") and t, timeout=60)
+    assert turn.status == "completed", turn.error  # a failure names its reason (e.g. a heartbeat timeout)
     assert len(list(client.beta.agents.sessions.items.list(session.id, limit=100))) == 64 + 64
 
 
