@@ -20,21 +20,36 @@ from typing import Any, Optional
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _port(name: str, default: int) -> int:
     value = os.environ.get(name)
-    if value == "0":
-        return _free_port()
-    return int(value) if value else default
+    return int(value) if value else default  # 0: the stack binds a free port (see _bind)
+
+
+def _bind(port: int, variable: str) -> socket.socket:
+    """Bind a port before anything starts, and keep the socket for the server that uses it: a port
+    another process holds is a clear error, never a stack that says it is up with someone else's URL
+    (uvicorn only logs a failed bind in its thread) or one that waits forever (moto's threaded server)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise PortInUse(f"error: port {port} ({variable}) is not available: {exc.strerror}. Stop the "
+                        f"process using it, or choose another port ({variable}=0 picks a free one).") from exc
+    return sock
+
+
+class PortInUse(SystemExit):
+    """A port the local stack needs is taken: `python -m local` exits with this message, status 1."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
 
 
 RUNTIME_HARNESSES = ("scripted", "codex", "claude_code", "minimax_code")
-NATIVE_HARNESSES = ("codex",)  # what the reference Runtime can run on real engines
+NATIVE_HARNESSES = ("codex", "claude_code")  # what the reference Runtime can run on real engines
 
 
 def native_harnesses(value: str) -> list[str]:
@@ -46,6 +61,14 @@ def native_harnesses(value: str) -> list[str]:
     return names
 
 
+def stack_file() -> pathlib.Path:
+    """Where the running stack describes itself (URLs, dev key, Runtime token, pid) for the SDK examples,
+    `agents_core.apikeys` and `python -m runtime`. It holds no state: the stack's state lives in memory.
+    AGENTS_CORE_STATE_FILE is the variable's old name, still honoured."""
+    value = os.environ.get("AGENTS_CORE_STACK_FILE") or os.environ.get("AGENTS_CORE_STATE_FILE")
+    return pathlib.Path(value) if value else ROOT / ".local" / "stack.json"
+
+
 @dataclass
 class Config:
     http_port: int = field(default_factory=lambda: _port("AGENTS_CORE_HTTP_PORT", 8000))
@@ -54,8 +77,7 @@ class Config:
     api_key: Optional[str] = field(default_factory=lambda: os.environ.get("AGENTS_CORE_DEV_API_KEY"))
     tenant: str = field(default_factory=lambda: os.environ.get("AGENTS_CORE_DEV_TENANT", "dev"))
     heartbeat_seconds: int = field(default_factory=lambda: int(os.environ.get("AGENTS_CORE_HEARTBEAT_SECONDS", "10")))
-    state_file: pathlib.Path = field(default_factory=lambda: pathlib.Path(
-        os.environ.get("AGENTS_CORE_STATE_FILE", str(ROOT / ".local" / "stack.json"))))
+    stack_file: pathlib.Path = field(default_factory=lambda: stack_file())
     start_runtime: bool = field(default_factory=lambda: os.environ.get("AGENTS_CORE_START_RUNTIME", "1") != "0")
     native_harnesses: list[str] = field(default_factory=lambda: native_harnesses(
         os.environ.get("AGENTS_CORE_NATIVE_HARNESSES", "")))
@@ -80,6 +102,31 @@ def _environment(config: Config) -> None:
             sys.path.insert(0, path)
 
 
+class _MotoServer:
+    """moto's server on a socket already bound (moto's ThreadedMotoServer binds in its thread and, when
+    the port is taken, waits forever for a server that never comes)."""
+
+    def __init__(self, sock: socket.socket):
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+        from werkzeug.serving import make_server
+
+        sock.listen(128)
+        host, port = sock.getsockname()[:2]
+        self._server = make_server(host, port, DomainDispatcherApplication(create_backend_app), threaded=True,
+                                   request_handler=MotoRequestHandler, fd=sock.fileno())
+        sock.close()  # the server holds its own duplicate of the descriptor
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True, name=f"moto-{port}")
+
+    def start(self) -> _MotoServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._thread.join(timeout=5)
+        self._server.server_close()
+
+
 class LocalStack:
     def __init__(self, config: Optional[Config] = None):
         self.config = config or Config()
@@ -92,11 +139,20 @@ class LocalStack:
     # -- start ---------------------------------------------------------------------------------------
     def start(self) -> dict[str, Any]:
         config = self.config
+        sockets: dict[str, socket.socket] = {}
+        try:
+            for name, variable in (("http_port", "AGENTS_CORE_HTTP_PORT"), ("ws_port", "AGENTS_CORE_WS_PORT"),
+                                   ("moto_port", "AGENTS_CORE_MOTO_PORT")):
+                sockets[name] = _bind(getattr(config, name), variable)
+                setattr(config, name, sockets[name].getsockname()[1])
+        except PortInUse:
+            for sock in sockets.values():
+                sock.close()
+            raise
         _environment(config)
         import logging
 
         from moto.core.config import default_user_config
-        from moto.server import ThreadedMotoServer
 
         from . import apigw, lambdas, motofix, streams, template, websocket
         from .inprocess import reset_caches
@@ -111,8 +167,7 @@ class LocalStack:
 
         self._mock = mock_aws(config=lambdas.MOTO_CONFIG)
         self._mock.start()
-        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=config.moto_port, verbose=False)
-        self.moto.start()
+        self.moto = _MotoServer(sockets["moto_port"]).start()
         import boto3
 
         dynamodb = boto3.client("dynamodb")
@@ -139,8 +194,8 @@ class LocalStack:
 
         self.api_key = create_key(default_store(), config.tenant, config.api_key)
         self.runtime_token = create_runtime_token(default_store(), "local")
-        self._serve(self._http_app(), config.http_port)
-        self._serve(self._ws_app(), config.ws_port)
+        self._serve(self._http_app(), sockets["http_port"])
+        self._serve(self._ws_app(), sockets["ws_port"])
         info = {
             "base_url": f"http://127.0.0.1:{config.http_port}/v1",
             "dashboard_url": f"http://127.0.0.1:{config.http_port}/",
@@ -151,8 +206,8 @@ class LocalStack:
         }
         if config.start_runtime:
             self._start_runtimes(info)
-        config.state_file.parent.mkdir(parents=True, exist_ok=True)
-        config.state_file.write_text(json.dumps(info, indent=2))
+        config.stack_file.parent.mkdir(parents=True, exist_ok=True)
+        config.stack_file.write_text(json.dumps(info, indent=2))
         info["startup_seconds"] = round(time.perf_counter() - self.started_at, 2)
         self.info = info
         return info
@@ -170,7 +225,7 @@ class LocalStack:
             argv += ["--harness", harness]
         self.runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603 - our own module
         if config.native_harnesses:
-            state = config.state_file.parent
+            state = config.stack_file.parent
             info["provider_log"] = str(state / "provider.jsonl")
             argv = [sys.executable, "-m", "runtime", *common, "--native", ",".join(config.native_harnesses),
                     "--model-provider", "scripted", "--provider-log", info["provider_log"],
@@ -180,18 +235,22 @@ class LocalStack:
             self.native_runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603
         info["native_harnesses"] = list(config.native_harnesses)
 
-    def _serve(self, app: Any, port: int) -> None:
+    def _serve(self, app: Any, sock: socket.socket) -> None:
         import uvicorn
 
+        port = sock.getsockname()[1]
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
                                                lifespan="off", ws_max_size=2**22))
-        thread = threading.Thread(target=server.run, daemon=True, name=f"uvicorn-{port}")
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
+                                  name=f"uvicorn-{port}")
         thread.start()
         self._servers.append(server)
         self._threads.append(thread)
         deadline = time.time() + 10
-        while not server.started and time.time() < deadline:
+        while not server.started and thread.is_alive() and time.time() < deadline:
             time.sleep(0.01)
+        if not server.started:
+            raise RuntimeError(f"the server on port {port} did not start")
 
     # -- the HTTP API (and the dashboard) -----------------------------------------------------------
     def _http_app(self) -> Any:
@@ -345,7 +404,7 @@ class LocalStack:
         self.moto.stop()
         self._mock.stop()
         try:
-            if json.loads(self.config.state_file.read_text()).get("pid") == os.getpid():
-                self.config.state_file.unlink()
+            if json.loads(self.config.stack_file.read_text()).get("pid") == os.getpid():
+                self.config.stack_file.unlink()
         except (OSError, ValueError):
             pass

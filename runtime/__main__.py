@@ -1,7 +1,7 @@
 """python -m runtime --url wss://... [--harness scripted --harness codex ...] [--native codex]
 
 Serves the named Harnesses over Core's WebSocket API. `--native` names the Harnesses this Runtime runs
-on their real engines (today: codex); the others run on the scripted engine, which impersonates a
+on their real engines (codex, claude_code); the others run on the scripted engine, which impersonates a
 native name with that Harness's capability set. The Runtime token comes from --token-file,
 $AGENTS_CORE_RUNTIME_TOKEN, or a running local stack's state file (never put it on a command line
 others can read with `ps`; --token is kept for convenience).
@@ -19,7 +19,7 @@ import threading
 from typing import Any
 
 HARNESSES = ("scripted", "codex", "claude_code", "minimax_code")
-NATIVE = ("codex",)  # Harnesses this Runtime can run on their real engines
+NATIVE = ("codex", "claude_code")  # Harnesses this Runtime can run on their real engines
 
 
 def _list(value: str) -> list[str]:
@@ -40,13 +40,17 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--harness", action="append", choices=HARNESSES,
                    help="serve this Harness (repeatable; default: all four)")
     p.add_argument("--native", type=_list, default=[],
-                   help="comma list of Harnesses run on their real engines (codex); the rest are scripted")
+                   help="comma list of Harnesses run on their real engines (codex, claude_code); the rest are "
+                        "scripted")
     p.add_argument("--model-provider", choices=("real", "scripted"),
                    default=os.environ.get("AGENTS_CORE_MODEL_PROVIDER", "real"),
-                   help="native Harnesses talk to the real provider (OPENAI_API_KEY for Codex) or to the "
+                   help="native Harnesses talk to the real provider (OPENAI_API_KEY for Codex, "
+                        "ANTHROPIC_API_KEY for Claude Code) or to the "
                         "embedded scripted model provider on loopback (no key, no network)")
     p.add_argument("--openai-base-url", default=os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"),
                    help="with --model-provider real: the Responses API base URL for Codex")
+    p.add_argument("--anthropic-base-url", default=os.environ.get("ANTHROPIC_BASE_URL"),
+                   help="with --model-provider real: the Anthropic API base URL for Claude Code (optional)")
     p.add_argument("--provider-log", default=os.environ.get("AGENTS_CORE_PROVIDER_LOG"),
                    help="with --model-provider scripted: log every model request here (JSON lines)")
     p.add_argument("--state-dir", default=os.environ.get("AGENTS_CORE_RUNTIME_STATE", "~/.agents-core/runtime"),
@@ -84,6 +88,22 @@ def build_drivers(args: argparse.Namespace, harnesses: list[str]) -> tuple[dict[
                                      "(or use --model-provider scripted)")
                 model = Provider("openai", args.openai_base_url, env_key="OPENAI_API_KEY")
             drivers[harness] = CodexDriver(model, args.state_dir)
+        elif harness == "claude_code":
+            from .harnesses.claude_code.driver import ClaudeCodeDriver
+            from .harnesses.claude_code.driver import Provider as ClaudeProvider
+
+            if args.model_provider == "scripted":
+                if provider is None:
+                    from .providers import ScriptedProvider
+
+                    provider = ScriptedProvider(log_path=args.provider_log).start()
+                claude_model = ClaudeProvider("scripted", provider.base_url)
+            else:
+                if not os.environ.get("ANTHROPIC_API_KEY"):
+                    raise SystemExit("error: --native claude_code with the real provider needs ANTHROPIC_API_KEY "
+                                     "(or use --model-provider scripted)")
+                claude_model = ClaudeProvider("anthropic", args.anthropic_base_url)
+            drivers[harness] = ClaudeCodeDriver(claude_model, args.state_dir)
     return drivers, provider
 
 
@@ -108,11 +128,12 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--native {','.join(missing)} is not among the served Harnesses")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s runtime %(levelname)s %(message)s")
     from .client import RuntimeClient
+    from .harnesses.claude_code.driver import ClaudeCodeUnavailable
     from .harnesses.codex.driver import CodexUnavailable
 
     try:
         drivers, provider = build_drivers(args, harnesses)
-    except CodexUnavailable as exc:
+    except (CodexUnavailable, ClaudeCodeUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if provider is not None:

@@ -2,6 +2,7 @@
 language of `script.py`, in the wire dialect of each native Harness's provider.
 
 - `responses.py`: the OpenAI Responses API (`POST /v1/responses`, SSE), which Codex speaks.
+- `anthropic.py`: the Anthropic Messages API (`POST /v1/messages?beta=true`, SSE), which Claude Code speaks.
 
 Every request is logged as one JSON line (`log_path`) and kept in memory (`requests`), so tests can
 assert what the native Harness actually sent. Nothing in the product depends on this provider: with a
@@ -26,9 +27,9 @@ Dialect = Callable[["_Handler", dict[str, Any]], None]
 
 class ScriptedProvider:
     def __init__(self, log_path: Optional[str] = None, host: str = "127.0.0.1", port: int = 0):
-        from . import responses
+        from . import anthropic, responses
 
-        self.dialects: dict[str, Dialect] = {"/v1/responses": responses.answer}
+        self.dialects: dict[str, Dialect] = {"/v1/responses": responses.answer, "/v1/messages": anthropic.answer}
         self.log_path = log_path
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()

@@ -1,0 +1,581 @@
+"""The Claude Code driver: one `ClaudeSDKClient` (PyPI `claude-agent-sdk`, which bundles the native Claude
+Code CLI) per Session, with a private `CLAUDE_CONFIG_DIR` under the Runtime's state directory. The SDK
+options are the adapter's translation of the frozen snapshot (config.py).
+
+- The Session's functions are served by our own `mcp.server.Server` under the label `functions`
+  (`functions.py`): eager definitions `anthropic/alwaysLoad: true`, deferred ones `false`; with tool
+  search declared, `ENABLE_TOOL_SEARCH=true` and ToolSearch allowed. A native call reaches the server with
+  `_meta["claudecode/toolUseId"]`: the function call observation's call_id is that native tool-use id, and
+  the admitted result resolves the awaiting handler unchanged.
+- The receipt is sent only when the matching native tool result appears in the live Turn after the
+  handler returned our answer. An interrupt cancels the handler and Claude Code synthesizes an error
+  result: an abandonment, never a receipt.
+- Structured output goes through `output_format`; the CLI adds its native StructuredOutput terminal tool.
+  "The adapter publishes the native result.result string unchanged as a completed final_answer message
+  with the native tool-use ID; parent assistant prose keeps its own ID ... a missing structured call
+  fails the result." `structured_output` is never serialized back to JSON.
+- Steering is a mid-turn query, cancel is `interrupt()`. The native session id is kept in the Session's
+  state directory: after a Runtime restart the next Turn resumes its history (`resume`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import pathlib
+import subprocess
+import threading
+import uuid
+import warnings
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from ...protocol import TurnChannel
+from .. import HarnessDriver, TurnHandle
+from ..common import AdapterError, output_schema, tools_of
+from . import config as adapter
+from .functions import FunctionsServer
+
+log = logging.getLogger("runtime.claude_code")
+
+START_TIMEOUT = 60.0
+STRUCTURED_OUTPUT = "StructuredOutput"
+FUNCTION_PREFIX = f"mcp__{adapter.FUNCTIONS_SERVER}__"
+# Only loopback traffic to the model provider: no telemetry, error reports, update checks or other
+# nonessential requests (checked with strace on this machine kind).
+QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+         "DISABLE_ERROR_REPORTING": "1"}
+
+
+class ClaudeCodeUnavailable(Exception):
+    """The Claude Agent SDK or its bundled CLI is missing or does not run: a Runtime start error."""
+
+
+def find_claude(explicit: Optional[str] = None) -> str:
+    """The CLI bundled in PyPI `claude-agent-sdk`, or an explicit path / $CLAUDE_CODE_BIN."""
+    candidate = explicit or os.environ.get("CLAUDE_CODE_BIN")
+    if not candidate:
+        try:
+            import claude_agent_sdk
+        except ImportError as exc:
+            raise ClaudeCodeUnavailable(
+                "The Claude Agent SDK is not installed: `pip install claude-agent-sdk==0.2.189` "
+                f"(make test installs it), or set CLAUDE_CODE_BIN. ({exc})") from None
+        candidate = str(pathlib.Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude")
+    if not os.access(candidate, os.X_OK):
+        raise ClaudeCodeUnavailable(f"The Claude Code binary '{candidate}' is not an executable file.")
+    return candidate
+
+
+def claude_version(binary: str) -> str:
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30, check=True)  # noqa: S603
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ClaudeCodeUnavailable(f"The Claude Code binary '{binary}' does not run: {exc}") from None
+    return out.stdout.strip().split()[0]  # "2.1.332 (Claude Code)"
+
+
+@dataclass
+class Provider:
+    """Which model provider Claude Code talks to.
+
+    `scripted`: the embedded loopback provider (any key; nonessential traffic off, only loopback).
+    `anthropic`: the real Anthropic API with ANTHROPIC_API_KEY from the Runtime's environment and an
+    optional base URL.
+    """
+
+    kind: str  # "scripted" | "anthropic"
+    base_url: Optional[str] = None
+
+    def env(self) -> dict[str, str]:
+        out = {"DISABLE_AUTOUPDATER": "1"}  # the pinned CLI stays the one that runs
+        if self.base_url:
+            out["ANTHROPIC_BASE_URL"] = self.base_url
+        if self.kind == "scripted":
+            out.update(QUIET, ANTHROPIC_API_KEY="scripted")
+        return out
+
+
+def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[FunctionsServer], *,
+                config_dir: pathlib.Path, cwd: pathlib.Path, binary: str, resume: Optional[str] = None) -> Any:
+    """ClaudeAgentOptions from the adapter's translation, the provider selection and the Session's state."""
+    from claude_agent_sdk import ClaudeAgentOptions
+    from claude_agent_sdk.types import McpSdkServerConfig
+
+    native = adapter.options(start)
+    servers: dict[str, Any] = {}
+    for label, entry in native["mcpServers"].items():
+        if label == adapter.FUNCTIONS_SERVER:
+            if functions is not None:
+                servers[label] = McpSdkServerConfig(type="sdk", name=label, instance=functions.server)
+        else:
+            servers[label] = dict(entry)
+    env = {**provider.env(), **(native.get("env") or {}), "CLAUDE_CONFIG_DIR": str(config_dir)}
+    kwargs: dict[str, Any] = {
+        "tools": native["tools"], "allowed_tools": list(native.get("allowedTools") or []),
+        "disallowed_tools": list(native.get("disallowedTools") or []), "mcp_servers": servers,
+        "setting_sources": [], "env": env, "cwd": str(native.get("cwd") or cwd), "cli_path": binary,
+        "model": start["agent"].get("model") or None, "resume": resume,
+        "can_use_tool": permission_callback(native.get("allowedTools") or [], set(servers)),
+        "stderr": lambda line: log.debug("claude: %s", line)}
+    if "outputFormat" in native:
+        kwargs["output_format"] = native["outputFormat"]
+    with warnings.catch_warnings():
+        # Declared callbacks are auto-approved by allowed_tools on purpose; the callback gates the rest.
+        warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
+        return ClaudeAgentOptions(**kwargs)
+
+
+def permission_callback(allowed: list[str], servers: set[str]) -> Any:
+    """No native permission prompt ever reaches Core. A declared server's tools outside its
+    `allowed_tools` are refused (the adapter can hide unselected tools only on HTTP servers); the
+    native tools the placement keeps run without asking."""
+    from claude_agent_sdk.types import PermissionResultAllow, PermissionResultDeny
+
+    async def decide(name: str, arguments: dict[str, Any], context: Any) -> Any:
+        if name.startswith("mcp__"):
+            label = name.split("__")[1] if name.count("__") >= 2 else ""
+            if label in servers and name not in allowed and f"mcp__{label}" not in allowed:
+                return PermissionResultDeny(message=f"{name} is not among the Session's allowed tools.")
+        return PermissionResultAllow()
+    return decide
+
+
+def query_message(items: list[dict[str, Any]]) -> Any:
+    """The Turn's user message Items as one native user message: a string when only text."""
+    blocks: list[dict[str, Any]] = []
+    for item in items:
+        for part in item.get("content") or []:
+            if part.get("type") == "input_text":
+                blocks.append({"type": "text", "text": part["text"]})
+            elif part.get("type") == "input_image":
+                image = _image_block(part.get("image_url") or "")
+                if image is not None:
+                    blocks.append(image)
+    if all(b["type"] == "text" for b in blocks):
+        return "\n".join(b["text"] for b in blocks)
+    return blocks
+
+
+def _image_block(url: str) -> Optional[dict[str, Any]]:
+    if url.startswith("data:") and ";base64," in url:
+        mime, data = url[5:].split(";base64,", 1)
+        return {"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}}
+    if url.startswith(("http://", "https://")):
+        return {"type": "image", "source": {"type": "url", "url": url}}
+    return None
+
+
+class ClaudeCodeDriver(HarnessDriver):
+    harness = "claude_code"
+
+    def __init__(self, provider: Provider, state_dir: str, binary: Optional[str] = None,
+                 idle_seconds: float = 600.0, client_factory: Any = None):
+        self.binary = find_claude(binary)
+        self.version = claude_version(self.binary)
+        self.engine = f"claude_code {self.version}"
+        self.provider = provider
+        self.state_dir = pathlib.Path(state_dir).expanduser().resolve() / "claude_code"
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.idle_seconds = idle_seconds
+        self.client_factory = client_factory  # injectable: tests pass a recorded exchange
+        self.sessions: dict[str, ClaudeSession] = {}
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="claude-code-driver", daemon=True)
+        self._thread.start()
+
+    def submit(self, coroutine: Any) -> Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def start_turn(self, start: dict[str, Any], channel: TurnChannel) -> ClaudeTurn:
+        session_id = start["session_id"]
+        session = self.sessions.get(session_id)
+        if session is None:
+            session = self.sessions[session_id] = ClaudeSession(self, start)
+        turn = ClaudeTurn(session, start, channel)
+        channel.start_heartbeats()
+        self.submit(session.run(turn))
+        return turn
+
+    def close(self) -> None:
+        async def stop_all() -> None:
+            await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)
+        try:
+            self.submit(stop_all()).result(timeout=20)
+        except Exception:  # noqa: BLE001 - shutting down anyway
+            log.warning("some Claude Code processes did not stop cleanly")
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class ClaudeSession:
+    """One Session's native state: its config directory, its SDK client (one CLI process) and the
+    native session id it resumes."""
+
+    def __init__(self, driver: ClaudeCodeDriver, start: dict[str, Any]):
+        self.driver = driver
+        self.session_id = start["session_id"]
+        self.root = driver.state_dir / _safe(self.session_id)
+        self.config_dir = self.root / "config"
+        self.config_dir.mkdir(parents=True, exist_ok=True)
+        self.cwd = self.root / "work"  # environment none: a private empty directory
+        self.cwd.mkdir(exist_ok=True)
+        self.native_session: Optional[str] = self._saved()
+        self.functions = FunctionsServer(tools_of(start, "function"), self._tool_call) \
+            if tools_of(start, "function") else None
+        self.client: Any = None
+        self.current: Optional[ClaudeTurn] = None
+        self.lock = asyncio.Lock()
+        self._owner: Optional[asyncio.Task[None]] = None
+        self._stop: Optional[asyncio.Event] = None
+        self._idle: Optional[asyncio.TimerHandle] = None
+
+    # -- state -------------------------------------------------------------------------------------
+    def _saved(self) -> Optional[str]:
+        try:
+            return json.loads((self.root / "session.json").read_text())["native_session_id"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def save(self, native_session: str) -> None:
+        if native_session and native_session != self.native_session:
+            self.native_session = native_session
+            (self.root / "session.json").write_text(json.dumps({"native_session_id": native_session}))
+
+    # -- the client --------------------------------------------------------------------------------
+    async def _ensure(self, start: dict[str, Any]) -> Any:
+        if self.client is not None and self._owner is not None and not self._owner.done():
+            return self.client
+        options = sdk_options(start, self.driver.provider, self.functions, config_dir=self.config_dir,
+                              cwd=self.cwd, binary=self.driver.binary, resume=self.native_session)
+        connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._owner = asyncio.ensure_future(self._own(options, connected, self._stop))
+        client = await asyncio.wait_for(asyncio.shield(connected), START_TIMEOUT)
+        try:
+            await self._check_servers(client, start)
+        except BaseException:
+            await self.stop()
+            raise
+        return client
+
+    async def _own(self, options: Any, connected: asyncio.Future[Any], stop: asyncio.Event) -> None:
+        """Connect, read and disconnect in one task: the SDK's task group must not change tasks."""
+        factory = self.driver.client_factory
+        if factory is None:
+            from claude_agent_sdk import ClaudeSDKClient as factory  # noqa: N813
+        client = factory(options)
+        try:
+            await client.connect()
+        except Exception as exc:  # noqa: BLE001 - reported to the waiting start
+            if not connected.done():
+                connected.set_exception(AdapterError(f"Claude Code did not start: {exc}"[:400]))
+            return
+        self.client = client
+        connected.set_result(client)
+        reader = asyncio.ensure_future(self._read(client))
+        try:
+            await asyncio.wait([reader, asyncio.ensure_future(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            reader.cancel()
+            self.client = None
+            try:
+                await client.disconnect()
+            except Exception:  # noqa: BLE001 - the process is gone either way
+                log.debug("claude disconnect failed", exc_info=True)
+            turn = self.current
+            if turn is not None and not turn.done and not stop.is_set():
+                turn.channel.finish("turn.failed", error={"message": "The Claude Code process exited."})
+                turn.finished.set()
+
+    async def _read(self, client: Any) -> None:
+        try:
+            async for message in client.receive_messages():
+                turn = self.current
+                if turn is not None:
+                    turn.on_message(message)
+                else:
+                    log.debug("claude message outside a Turn: %s", type(message).__name__)
+        except Exception as exc:  # noqa: BLE001 - the process failed: the owner reports it
+            log.warning("claude stream ended: %s", exc)
+
+    async def _check_servers(self, client: Any, start: dict[str, Any]) -> None:
+        """"As locally, Claude runs on without the tools of an optional server that did not connect;
+        a required one fails the start." """
+        declared = {t["server_label"]: t for t in tools_of(start, "mcp")}
+        if not declared:
+            return
+        status = await client.get_mcp_status()
+        for server in (status or {}).get("mcpServers") or []:
+            tool = declared.get(server.get("name"))
+            if tool is None or server.get("status") == "connected":
+                continue
+            reason = server.get("error") or server.get("status")
+            if tool.get("required"):
+                raise AdapterError(f"Required MCP server '{tool['server_label']}' did not connect: {reason}")
+            log.warning("optional MCP server '%s' did not connect (%s): running without it",
+                        tool["server_label"], reason)
+
+    async def stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self._owner is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._owner), 15)
+            except (TimeoutError, Exception):  # noqa: BLE001
+                self._owner.cancel()
+
+    async def _tool_call(self, tool_use_id: Optional[str], name: str, arguments: dict[str, Any]) -> Any:
+        turn = self.current
+        if turn is None or turn.done:
+            raise RuntimeError("No Turn is running in this Session.")
+        return await turn.on_tool_call(tool_use_id, name, arguments)
+
+    # -- a Turn --------------------------------------------------------------------------------------
+    async def run(self, turn: ClaudeTurn) -> None:
+        async with self.lock:
+            if self._idle is not None:
+                self._idle.cancel()
+            self.current = turn
+            try:
+                await turn.run()
+            except (TimeoutError, AdapterError, OSError) as exc:
+                turn.channel.finish("turn.failed", error={"message": str(exc)[:400] or type(exc).__name__})
+            except Exception as exc:  # noqa: BLE001 - a driver bug fails this Turn only
+                log.exception("claude turn %s failed", turn.channel.turn_id)
+                turn.channel.finish("turn.failed", error={"message": f"The Claude Code driver failed: {exc}"[:400]})
+            finally:
+                self.current = None
+                self._idle = asyncio.get_running_loop().call_later(
+                    self.driver.idle_seconds, lambda: asyncio.ensure_future(self.stop()))
+
+
+@dataclass
+class _Call:
+    name: str
+    future: asyncio.Future[dict[str, Any]]
+    answer: Optional[dict[str, Any]] = None  # the admitted result the handler returned
+    settled: bool = False
+
+
+@dataclass
+class _Text:
+    item_id: str
+    text: str
+
+
+@dataclass
+class _Structured:
+    """StructuredOutput calls of this Turn: only a validated one (successful native result) counts."""
+
+    candidates: list[str] = field(default_factory=list)
+    validated: Optional[str] = None
+
+
+class ClaudeTurn(TurnHandle):
+    def __init__(self, session: ClaudeSession, start: dict[str, Any], channel: TurnChannel):
+        self.session = session
+        self.start = start
+        self.channel = channel
+        self.schema = output_schema(start)
+        self.calls: dict[str, _Call] = {}
+        self.tool_uses: dict[str, str] = {}  # native tool-use id -> tool name, for ids the handler lacks
+        self.held: Optional[_Text] = None  # assistant prose whose phase is known once something follows
+        self.structured = _Structured()
+        self.texts_in: dict[str, int] = {}
+        self.cancel_requested = False
+        self.querying = False
+        self.last_error: Optional[str] = None
+        self.finished = asyncio.Event()
+
+    # -- Core -> Harness (called from the Runtime's thread) -----------------------------------------
+    def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
+        self.session.driver.submit(self._answer(call_id, result))
+
+    def steer(self, item: dict[str, Any]) -> None:
+        self.session.driver.submit(self._steer(item))
+
+    def cancel(self) -> None:
+        self.session.driver.submit(self._cancel())
+
+    # -- the Turn --------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        client = await self.session._ensure(self.start)
+        if self.cancel_requested:
+            self.channel.finish("turn.cancelled")
+            return
+        await self._query(client, query_message(self.start.get("input") or []))
+        self.querying = True
+        await self.finished.wait()
+
+    async def _query(self, client: Any, message: Any) -> None:
+        if isinstance(message, str):
+            await client.query(message)
+            return
+
+        async def one() -> Any:
+            yield {"type": "user", "message": {"role": "user", "content": message}, "parent_tool_use_id": None}
+        await client.query(one())
+
+    async def _answer(self, call_id: str, result: dict[str, Any]) -> None:
+        call = self.calls.get(call_id)
+        if call is None or call.future.done():
+            return  # unknown here, or a redelivered result: a no-op
+        call.future.set_result(result)
+
+    async def _steer(self, item: dict[str, Any]) -> None:
+        client = self.session.client
+        if self.done or client is None or not self.querying:
+            return
+        await self._query(client, query_message([item]))
+
+    async def _cancel(self) -> None:
+        self.cancel_requested = True
+        client = self.session.client
+        if self.querying and client is not None and not self.done:
+            try:
+                await client.interrupt()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("interrupt failed: %s", exc)
+
+    # -- the functions server (on the driver's loop) -----------------------------------------------------
+    async def on_tool_call(self, tool_use_id: Optional[str], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        call_id = tool_use_id or self._unserved(name)
+        self._release("commentary")
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        call = self.calls[call_id] = _Call(name, future)
+        self.channel.emit("turn.function_call", call_id=call_id, name=name, arguments=arguments, item_id=call_id)
+        result = await future  # cancelled by an interrupt: Claude Code synthesizes an error result
+        call.answer = result
+        return result
+
+    def _unserved(self, name: str) -> str:
+        for tool_use_id, native in reversed(list(self.tool_uses.items())):
+            if native == FUNCTION_PREFIX + name and tool_use_id not in self.calls:
+                return tool_use_id
+        return f"toolu_{uuid.uuid4().hex[:24]}"
+
+    # -- Harness -> Core (on the driver's loop) ----------------------------------------------------------
+    def on_message(self, message: Any) -> None:
+        from claude_agent_sdk import AssistantMessage, ResultMessage, SystemMessage, UserMessage
+
+        if isinstance(message, SystemMessage):
+            if message.subtype == "init":
+                self.session.save(str(message.data.get("session_id") or ""))
+        elif isinstance(message, AssistantMessage):
+            if message.parent_tool_use_id is None:
+                self._assistant(message)
+        elif isinstance(message, UserMessage):
+            if message.parent_tool_use_id is None and isinstance(message.content, list):
+                self._tool_results(message.content)
+        elif isinstance(message, ResultMessage):
+            self.session.save(message.session_id)
+            self._result(message)
+
+    def _assistant(self, message: Any) -> None:
+        from claude_agent_sdk import TextBlock, ToolUseBlock
+
+        if message.error:  # a synthetic message carrying the provider's error: the result reports it
+            self.last_error = " ".join(b.text for b in message.content if isinstance(b, TextBlock)) or message.error
+            return
+        native_id = message.message_id or f"msg_{uuid.uuid4().hex[:24]}"
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                if not block.text:
+                    continue
+                self._release("commentary")
+                count = self.texts_in.get(native_id, 0)
+                self.texts_in[native_id] = count + 1
+                self.held = _Text(native_id if count == 0 else f"{native_id}_{count}", block.text)
+            elif isinstance(block, ToolUseBlock):
+                self._release("commentary")
+                self.tool_uses[block.id] = block.name
+                if block.name == STRUCTURED_OUTPUT:
+                    self.structured.candidates.append(block.id)
+
+    def _tool_results(self, blocks: list[Any]) -> None:
+        from claude_agent_sdk import ToolResultBlock
+
+        for block in blocks:
+            if not isinstance(block, ToolResultBlock):
+                continue
+            if block.tool_use_id in self.structured.candidates:
+                if not block.is_error:  # validated by the CLI against the schema
+                    self.structured.validated = block.tool_use_id
+                continue
+            call = self.calls.get(block.tool_use_id)
+            if call is None or call.settled:
+                continue
+            call.settled = True
+            # The receipt: the native result appeared after the handler returned the admitted result,
+            # and is not the error Claude Code synthesizes for an interrupted call.
+            answered = call.answer is not None and bool(block.is_error) == (not call.answer.get("success", True))
+            if answered:
+                self.channel.emit("turn.tool_result.applied", call_id=block.tool_use_id)
+            else:
+                self.channel.emit("turn.call.abandoned", call_id=block.tool_use_id)
+
+    def _release(self, phase: str) -> None:
+        if self.held is not None:
+            held, self.held = self.held, None
+            self.channel.message(held.item_id, held.text, phase)
+
+    def _result(self, message: Any) -> None:
+        for call_id, call in self.calls.items():  # calls the native Turn ended without a result
+            if not call.settled:
+                call.settled = True
+                self.channel.emit("turn.call.abandoned", call_id=call_id)
+        if self.cancel_requested:
+            self._release("commentary")
+            self.channel.finish("turn.cancelled")
+        elif message.is_error or message.subtype != "success":
+            self._release("commentary")
+            reason = message.result or "; ".join(message.errors or []) or self.last_error or \
+                f"Claude Code ended the Turn: {message.subtype}."
+            self.channel.finish("turn.failed", error={"message": str(reason)[:400]})
+        elif self.schema is not None:
+            self._release("commentary")  # parent assistant prose keeps its own id
+            answer_id = self.structured.validated
+            if answer_id is None or message.result is None:
+                self.channel.finish("turn.failed", error={
+                    "message": "Claude Code ended the Turn without the structured output the schema requires."})
+            else:
+                self.channel.message(answer_id, message.result, "final_answer")  # result.result, unchanged
+                self.channel.finish("turn.completed")
+        else:
+            self._release("final_answer")
+            self.channel.finish("turn.completed")
+        self.finished.set()
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:120]
+
+
+def result_content(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """The caller's result as MCP content, unchanged: (content, is_error). A string is one text part;
+    inline PNG/JPEG image parts of a successful result become image content."""
+    success = bool(result.get("success", True))
+    output = result.get("output")
+    if output is None:
+        error = result.get("error")
+        return [{"type": "text", "text": error if isinstance(error, str) else ""}], not success
+    if isinstance(output, str):
+        return [{"type": "text", "text": output}], not success
+    content: list[dict[str, Any]] = []
+    for part in output:
+        kind = part.get("type")
+        if kind in ("input_text", "output_text", "text"):
+            content.append({"type": "text", "text": part.get("text", "")})
+        elif kind == "input_image" and success:
+            url = part.get("image_url") or ""
+            for mime in ("image/png", "image/jpeg"):
+                prefix = f"data:{mime};base64,"
+                if url.startswith(prefix):
+                    data = url[len(prefix):]
+                    base64.b64decode(data, validate=True)
+                    content.append({"type": "image", "data": data, "mimeType": mime})
+    return content, not success

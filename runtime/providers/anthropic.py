@@ -1,0 +1,189 @@
+"""The Anthropic Messages dialect (`POST /v1/messages?beta=true`, streamed as SSE), which Claude Code speaks.
+
+Events: `message_start`; per content block `content_block_start` (`text` or `tool_use`), `content_block_delta`
+(`text_delta` or `input_json_delta`), `content_block_stop`; `message_delta` with `stop_reason` (`tool_use` /
+`end_turn`) and `usage`; `message_stop`. `fail` answers HTTP 400 with an error body.
+
+The script maps onto Claude Code's tools:
+- `call NAME {json}` is a `tool_use` of the declared function (Claude Code names it `mcp__functions__NAME`);
+  when only a deferred placeholder was offered, the model first calls `ToolSearch` with `select:<tool>`, as a
+  real model does, and calls the function once its definition has loaded.
+- `answer TEXT` calls the native `StructuredOutput` tool with TEXT's JSON document when that tool is offered,
+  and is plain text otherwise.
+Claude Code appends "\\n" to a text tool result and may add a separate system-reminder block; a steered
+message arrives inside a tool result ("The user sent a new message while you were working: ..."). So the
+script is read from the first text block of a user message, or from a steered message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Optional
+
+from . import script
+
+if TYPE_CHECKING:
+    from . import _Handler
+
+TOOL_SEARCH = "ToolSearch"
+STRUCTURED_OUTPUT = "StructuredOutput"
+STEERED = re.compile(r"The user sent (?:a )?new message[^:\n]*:\n(.*?)(?:\n\nThis is how Claude Code surfaces.*)?$", re.S)
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    return [b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def _script_text(text: str) -> Optional[str]:
+    """The script in a user text, or None for text Claude Code adds itself (system reminders, commands)."""
+    stripped = text.strip()
+    if not stripped or stripped.startswith(("<system-reminder>", "<command-", "<local-command", "Caveat:")):
+        return None
+    steered = STEERED.search(stripped)
+    if steered:
+        return steered.group(1).strip()
+    return stripped
+
+
+def conversation_state(body: dict[str, Any]) -> tuple[str, int, int]:
+    """(the latest script, how many caller function results came back after it, ToolSearch results
+    since the last function result)."""
+    names: dict[str, str] = {}
+    latest, outputs, searches = "", 0, 0
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        blocks = _blocks(message)
+        if message.get("role") == "assistant":
+            for block in blocks:
+                if block.get("type") == "tool_use":
+                    names[str(block.get("id"))] = str(block.get("name"))
+            continue
+        if message.get("role") != "user":
+            continue  # Claude Code also sends its environment as a system-role message
+        for block in blocks:
+            if block.get("type") == "tool_result":
+                name = names.get(str(block.get("tool_use_id")), "")
+                if name == TOOL_SEARCH:
+                    searches += 1
+                elif name != STRUCTURED_OUTPUT:
+                    outputs, searches = outputs + 1, 0
+                for text in _texts(block.get("content")):
+                    found = STEERED.search(text)
+                    if found:  # steering joined the running Turn inside this result
+                        latest, outputs, searches = found.group(1).strip(), 0, 0
+            elif block.get("type") == "text":
+                found_script = _script_text(block.get("text", ""))
+                if found_script is not None:
+                    latest, outputs, searches = found_script, 0, 0
+                    break  # the first text block is the message; what follows is Claude Code's
+    return latest, outputs, searches
+
+
+def _offered(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(t.get("name")): t for t in body.get("tools") or [] if isinstance(t, dict)}
+
+
+def _loaded(tool: Optional[dict[str, Any]]) -> bool:
+    """A full definition the model may call (a deferred one is listed once ToolSearch loaded it)."""
+    return tool is not None and "input_schema" in tool
+
+
+def _resolve(name: str, tools: dict[str, dict[str, Any]]) -> tuple[str, bool]:
+    """(the native tool name for a scripted function name, whether its definition is loaded)."""
+    for native in (name, f"mcp__functions__{name}"):
+        if native in tools:
+            return native, _loaded(tools[native])
+    for native in tools:
+        if native.endswith(f"__{name}"):
+            return native, _loaded(tools[native])
+    return f"mcp__functions__{name}", False  # deferred: known only by name, in a system reminder
+
+
+def plan_blocks(body: dict[str, Any]) -> tuple[script.Response, list[dict[str, Any]], str]:
+    """(the script's response, the content blocks to answer with, the stop reason)."""
+    text, outputs, searches = conversation_state(body)
+    plan = script.next_response(script.parse(text), outputs)
+    tools = _offered(body)
+    blocks: list[dict[str, Any]] = []
+    texts = list(plan.texts)
+    answered_structured = _answered_structured(body)
+    if plan.answered and STRUCTURED_OUTPUT in tools and not plan.calls:
+        if answered_structured:
+            return plan, [], "end_turn"  # the terminal tool ran: the Turn ends with no more text
+        document = texts.pop()  # the `answer` step is the last text of a response without calls
+        blocks += [{"type": "text", "text": t} for t in texts]
+        blocks.append(_tool_use(STRUCTURED_OUTPUT, json.loads(document)))
+        return plan, blocks, "tool_use"
+    if searches:
+        texts = []  # said before the ToolSearch call that loaded the function
+    blocks += [{"type": "text", "text": t} for t in texts]
+    if not plan.calls:
+        return plan, blocks, "end_turn"
+    natives = [_resolve(call.name, tools) for call in plan.calls]
+    unloaded = sorted({native for native, loaded in natives if not loaded})
+    if unloaded and TOOL_SEARCH in tools and searches == 0:
+        blocks.append(_tool_use(TOOL_SEARCH, {"query": "select:" + ",".join(unloaded), "max_results": 5}))
+        return plan, blocks, "tool_use"
+    for call, (native, _) in zip(plan.calls, natives, strict=True):
+        blocks.append(_tool_use(native, json.loads(call.arguments), call.arguments))
+    return plan, blocks, "tool_use"
+
+
+def _answered_structured(body: dict[str, Any]) -> bool:
+    """The last message is the result of our StructuredOutput call."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    if len(messages) < 2:
+        return False
+    asked = {str(b.get("id")) for b in _blocks(messages[-2])
+             if b.get("type") == "tool_use" and b.get("name") == STRUCTURED_OUTPUT}
+    return any(b.get("type") == "tool_result" and str(b.get("tool_use_id")) in asked
+               and not b.get("is_error") for b in _blocks(messages[-1]))
+
+
+def _tool_use(name: str, arguments: Any, raw: Optional[str] = None) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex[:24]}", "name": name, "input": arguments,
+            "raw": raw if raw is not None else json.dumps(arguments)}
+
+
+def answer(handler: _Handler, body: dict[str, Any]) -> None:
+    plan, blocks, stop_reason = plan_blocks(body)
+    if plan.sleep:
+        time.sleep(plan.sleep)
+    if plan.fail is not None:
+        handler.error(400, plan.fail)
+        return
+    model = body.get("model", "scripted")
+    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    handler.start_sse()
+    handler.event("message_start", {"type": "message_start", "message": {
+        "id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant", "model": model,
+        "content": [], "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1}}})
+    for index, block in enumerate(blocks):
+        if block["type"] == "text":
+            handler.event("content_block_start", {"type": "content_block_start", "index": index,
+                                                  "content_block": {"type": "text", "text": ""}})
+            handler.event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                  "delta": {"type": "text_delta", "text": block["text"]}})
+        else:
+            handler.event("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
+                "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}})
+            handler.event("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                  "delta": {"type": "input_json_delta", "partial_json": block["raw"]}})
+        handler.event("content_block_stop", {"type": "content_block_stop", "index": index})
+    handler.event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop_reason,
+                                                                       "stop_sequence": None},
+                                    "usage": {"output_tokens": 5}})
+    handler.event("message_stop", {"type": "message_stop"})
