@@ -8,11 +8,14 @@ import threading
 
 from .server import LocalStack
 
-EXAMPLE = '''from openai import OpenAI
+EXAMPLE = '''import time
+from openai import OpenAI
 client = OpenAI(base_url="{base_url}", api_key="{api_key}")
 session = client.beta.agents.sessions.create(environment={{"type": "none"}}, agent={{"model": "gpt-5"}},
                                              input="say Hello from the scripted harness")
-print(client.beta.agents.sessions.items.list(session.id).data)'''
+while client.beta.agents.sessions.retrieve(session.id).status == "in_progress":
+    time.sleep(0.1)                                   # the Runtime runs the Turn; the reply follows
+print(client.beta.agents.sessions.items.list(session.id, order="asc").data[-1].content[0].text)'''
 
 
 def runtime_line(stack: LocalStack) -> str:
@@ -37,7 +40,7 @@ agents-core local stack is up ({info['startup_seconds']}s)
   dashboard:               {info['dashboard_url']}
   API key (tenant {info['tenant']}):   {info['api_key']}
   moto endpoint:           {info['moto_endpoint']}   (table {info['table']})
-  stack file:              {stack.config.state_file}
+  stack file:              {stack.config.stack_file}
   reference Runtime:       {runtime_line(stack)}
 
 Try it (official SDK):

@@ -56,7 +56,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", default=os.environ.get("AGENTS_CORE_RUNTIME_STATE", "~/.agents-core/runtime"),
                    help="native state per Session (CODEX_HOME, thread ids), kept so a restart resumes history")
     p.add_argument("--heartbeat", type=float, default=float(os.environ.get("AGENTS_CORE_HEARTBEAT", "5")))
-    p.add_argument("--stack", default=".local/stack.json", help="read url and token from a running local stack")
+    p.add_argument("--stack", default=os.environ.get("AGENTS_CORE_STACK_FILE") or os.environ.get(
+        "AGENTS_CORE_STATE_FILE") or ".local/stack.json",  # the second is the variable's old name
+                   help="read url and token from a running local stack's stack file")
     p.add_argument("--dry-run", action="store_true",
                    help="print the native configuration the Harness would start with, then exit")
     p.add_argument("--snapshot", help="with --dry-run: a Session snapshot or turn.start JSON file")

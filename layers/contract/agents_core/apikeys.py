@@ -3,16 +3,21 @@
     python -m agents_core.apikeys --tenant acme [--table agents-core] [--endpoint-url http://127.0.0.1:5055]
     python -m agents_core.apikeys --runtime my-runtime [--table ...] [--endpoint-url ...]
 
-Prints the secret once; only its SHA-256 is stored. Without --table/--endpoint-url the running
-local stack's .local/stack.json is used when present.
+Prints the secret once; only its SHA-256 is stored. Without --table and --endpoint-url the running
+local stack is used when its stack file is present ($AGENTS_CORE_STACK_FILE, default .local/stack.json):
+its moto endpoint and table, with moto's dummy credentials, so no AWS credentials are needed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import sys
+from urllib.parse import urlparse
+
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
 from .ids import now
 from .store import DynamoStore, dynamodb_client
@@ -28,34 +33,66 @@ def create_key(store: DynamoStore, tenant: str, key: str | None = None) -> str:
     return key
 
 
+STACK_FILE_VARIABLES = ("AGENTS_CORE_STACK_FILE", "AGENTS_CORE_STATE_FILE")  # the second is the old name
+
+
+def local_stack_file() -> str:
+    """The file a running local stack (`make dev`) describes itself in."""
+    for name in STACK_FILE_VARIABLES:
+        if os.environ.get(name):
+            return os.environ[name]
+    return os.path.join(".local", "stack.json")
+
+
+def _loopback(url: str | None) -> bool:
+    return bool(url) and urlparse(url).hostname in ("127.0.0.1", "localhost", "::1")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agents_core.apikeys", description=__doc__.splitlines()[0])
     who = parser.add_mutually_exclusive_group(required=True)
     who.add_argument("--tenant", help="create an API key for this tenant")
     who.add_argument("--runtime", help="create a Runtime token with this name")
-    parser.add_argument("--table", default=None, help="table name (default: $TABLE_NAME or .local/stack.json)")
-    parser.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint (default: AWS, or the local stack)")
+    parser.add_argument("--table", default=None, help="table name (default: the local stack's, else $TABLE_NAME "
+                                                      "or agents-core)")
+    parser.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint (default: the local stack's, "
+                                                             "else AWS)")
     parser.add_argument("--region", default=None)
     args = parser.parse_args(argv)
     table, endpoint = args.table, args.endpoint_url
-    if table is None or endpoint is None:
+    stack_file = local_stack_file()
+    if table is None:  # an explicit --table means that table (in AWS without --endpoint-url), stack or not
         try:
-            with open(".local/stack.json") as fh:
+            with open(stack_file) as fh:
                 stack = json.load(fh)
-            table = table or stack["table"]
-            endpoint = endpoint or stack["moto_endpoint"]
-        except (OSError, KeyError, ValueError):
+            if endpoint in (None, stack["moto_endpoint"]):
+                table, endpoint = stack["table"], stack["moto_endpoint"]
+        except (OSError, KeyError, TypeError, ValueError):
             pass
-    import os
-
     table = table or os.environ.get("TABLE_NAME") or "agents-core"
-    store = DynamoStore(table, dynamodb_client(endpoint, args.region))
-    if args.runtime:
-        from .runtimes import create_runtime_token
+    # A loopback endpoint is an emulator (the local stack's moto, DynamoDB Local): it checks no signature
+    store = DynamoStore(table, dynamodb_client(endpoint, args.region, emulator=_loopback(endpoint)))
+    try:
+        if args.runtime:
+            from .runtimes import create_runtime_token
 
-        print(create_runtime_token(store, args.runtime))
-    else:
-        print(create_key(store, args.tenant))
+            secret = create_runtime_token(store, args.runtime)
+        else:
+            secret = create_key(store, args.tenant)
+    except NoCredentialsError:
+        print(f"error: no AWS credentials to write to the table '{table}' in AWS. For the local stack, start it "
+              f"first (`make dev` writes {stack_file}) and run this from the repository root; for AWS, configure "
+              "credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID...).", file=sys.stderr)
+        return 2
+    except EndpointConnectionError:
+        print(f"error: cannot reach DynamoDB at {endpoint or 'AWS'}"
+              + (" - is the local stack still running (`make dev`)?" if _loopback(endpoint) else "."),
+              file=sys.stderr)
+        return 2
+    except (BotoCoreError, ClientError) as exc:
+        print(f"error: could not write to the table '{table}': {exc}", file=sys.stderr)
+        return 2
+    print(secret)
     return 0
 
 
