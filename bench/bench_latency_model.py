@@ -20,8 +20,9 @@ that one path's tail does not fall into the next one's window):
 3. `result_to_runtime`: POST tool_result -> `turn.tool_result` posted to the Runtime
 4. `completion_to_idle`: the Runtime sends `turn.completed` -> the Session readable as idle
 
-Every hop that starts inside a path's window counts on that path (the hop that delivers the path's
-last message ends just after it). The projection replaces
+A path's critical hops are the chain it waited on, walked back from the hop that finished it (see
+`critical_chain`); work that ran beside it in the same window (a redundant stream delivery, fan-out)
+is listed apart and not projected. The projection replaces
 each hop's local duration by a sample of its kind's AWS latency (lognormal from p50/p95 in
 bench/aws_latency.json, each with its public source) and adds the handlers' own compute time as
 measured here (handler time minus the AWS calls it made). Printed per path: local p50/p95, hop counts
@@ -171,6 +172,46 @@ def _sample(kind: str, rng: random.Random) -> float:
     return rng.lognormvariate(mu, sigma)
 
 
+def critical_chain(hops: list[Hop], start: float, end: float, end_kind: str) -> list[Hop]:
+    """The hops a path waited on, walked back from the hop that finished it to the path's entry.
+
+    The path ends with `end_kind` (the post that delivered the Runtime's message, or the write that
+    made the state readable). Each call belongs to the entry hop (a Lambda invocation) that made it;
+    that invocation's calls up to the link count. An invocation was caused by: the client (HTTP or
+    WebSocket message: the path's start), the write whose stream record it handles (the latest write
+    before it), or the Step Functions call that scheduled its task (the earliest one in the window:
+    a repeated StartExecution of the same execution schedules nothing). Parallel work (a second
+    stream delivery, fan-out) is not on the chain."""
+    window = [h for h in hops if start <= h.t0 <= end]
+    calls = [h for h in window if h.kind not in ENTRY_KINDS]
+    entries = [h for h in window if h.kind in ENTRY_KINDS]
+    writes = ("dynamodb_transaction", "dynamodb_write")
+    if end_kind == "websocket_post":
+        finals = [c for c in calls if c.kind == "websocket_post" and c.t0 <= end]
+    else:
+        finals = [c for c in calls if c.kind in writes and c.t1 <= end]
+    if not finals:
+        return []
+    link: Hop | None = max(finals, key=lambda h: h.t0)
+    chain: list[Hop] = []
+    while link is not None:
+        entry = next((e for e in entries if e.thread == link.thread and e.t0 <= link.t0 and e.t1 >= link.t1), None)
+        if entry is None:
+            chain.append(link)
+            break
+        chain += [c for c in calls if c.thread == entry.thread and entry.t0 <= c.t0 <= link.t0]
+        chain.append(entry)
+        if entry.kind == "streams_to_lambda":
+            before = [c for c in calls if c.kind in writes and c.thread != entry.thread and c.t1 <= entry.t0]
+            link = max(before, key=lambda h: h.t1) if before else None
+        elif entry.kind == "sfn_task":
+            before = [c for c in calls if c.kind == "sfn_api" and c.t1 <= entry.t0]
+            link = min(before, key=lambda h: h.t0) if before else None
+        else:
+            link = None  # the client started it
+    return sorted(chain, key=lambda h: h.t0)
+
+
 def project(windows: list[list[Hop]], rng: random.Random, draws: int = 400) -> dict[str, float]:
     """AWS p50/p95 (ms) of a path: per recorded window, `draws` samples of its hops' AWS latencies."""
     samples = []
@@ -253,13 +294,17 @@ def main(turns: int = 12) -> dict:
 
     rng = random.Random(7)
     paths: dict[str, Any] = {}
+    ends = {"message_to_turn_start": "websocket_post", "function_call_to_required_action": "write",
+            "result_to_runtime": "websocket_post", "completion_to_idle": "write"}
     for name, spans in windows.items():
-        hop_lists = [[h for h in recorder.hops if a <= h.t0 < b] for a, b in spans]
+        hop_lists = [critical_chain(recorder.hops, a, b, ends[name]) for a, b in spans]
+        in_window = [Counter(h.kind for h in recorder.hops if a <= h.t0 <= b) for a, b in spans]
         counts = [Counter(h.kind for h in hops) for hops in hop_lists]
         typical = max(counts, key=lambda c: sum(1 for other in counts if other == c))
         paths[name] = {
             "local": percentiles([b - a for a, b in spans]),
-            "hops": dict(sorted(typical.items())),
+            "critical_hops": dict(sorted(typical.items())),
+            "all_hops_in_window": dict(sorted(max(in_window, key=lambda c: sum(c.values())).items())),
             "streams_hops": typical.get("streams_to_lambda", 0),
             "handler_own_ms_p50": round(statistics.median(sum(h.own for h in hops) * 1000 for hops in hop_lists), 2),
             "aws_projection": project(hop_lists, rng),
@@ -270,8 +315,8 @@ def main(turns: int = 12) -> dict:
         "turns": turns,
         "paths": paths,
         "parameters": "bench/aws_latency.json",
-        "note": "hops counted inside each path's window on a quiet single Turn; the projection sums per-kind AWS "
-                "latencies (lognormal from p50/p95) plus handler compute measured here",
+        "note": "critical hops walked back from each path's end on a quiet single Turn; the projection sums per-kind "
+                "AWS latencies of those hops (lognormal from p50/p95) plus the handler compute measured here",
     })
 
 
