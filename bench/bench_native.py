@@ -103,7 +103,7 @@ def local_stack() -> dict:
 
     state = Path(tempfile.mkdtemp()) / "stack.json"
     env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
-           "AGENTS_CORE_STATE_FILE": str(state), "AGENTS_CORE_NATIVE_HARNESSES": "codex",
+           "AGENTS_CORE_STACK_FILE": str(state), "AGENTS_CORE_NATIVE_HARNESSES": "codex",
            "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
     stack = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)

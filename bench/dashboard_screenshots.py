@@ -41,7 +41,7 @@ def wait_for(predicate, timeout=20.0):
 
 def start_stack(state: pathlib.Path) -> tuple[subprocess.Popen, dict]:
     env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
-           "AGENTS_CORE_STATE_FILE": str(state), "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
+           "AGENTS_CORE_STACK_FILE": str(state), "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
     process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     info = wait_for(lambda: state.exists() and json.loads(state.read_text() or "null"), timeout=60)

@@ -36,13 +36,14 @@ def _wait_file(path: pathlib.Path, process: subprocess.Popen, timeout: float = 6
 def local_stack(tmp_path_factory):
     state = tmp_path_factory.mktemp("stack") / "stack.json"
     env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
-           "AGENTS_CORE_STATE_FILE": str(state), "AGENTS_CORE_HEARTBEAT_SECONDS": str(HEARTBEAT),
+           "AGENTS_CORE_STACK_FILE": str(state), "AGENTS_CORE_HEARTBEAT_SECONDS": str(HEARTBEAT),
            "AGENTS_CORE_START_RUNTIME": "0", "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env,  # noqa: S603
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     info = _wait_file(state, process)
     info["startup_seconds_measured"] = round(time.perf_counter() - started, 2)
+    info["stack_file"] = str(state)
     yield info
     process.send_signal(signal.SIGINT)
     try:
