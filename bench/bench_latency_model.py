@@ -270,7 +270,7 @@ def main(turns: int = 12) -> dict:
 
             def new_mark(name: str, seen: dict = seen) -> Any:
                 marks = recorder.marks.get(name, [])
-                return marks[-1] if len(marks) > seen.get(name, 0) else None
+                return marks[seen.get(name, 0)] if len(marks) > seen.get(name, 0) else None  # the first one
 
             t0 = time.perf_counter()
             client.beta.agents.sessions.events.create(session.id, events=[{

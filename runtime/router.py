@@ -22,6 +22,7 @@ class Runtime:
         self.errors: list[dict[str, Any]] = []
         self.welcomed = threading.Event()
         self._lock = threading.Lock()
+        self._delivered: dict[str, None] = {}  # delivery ids seen, oldest first
 
     def on_message(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
@@ -31,6 +32,8 @@ class Runtime:
         elif kind == "turn.start":
             self._start(message)
         elif kind in ("turn.input", "turn.tool_result", "turn.cancel"):
+            if not self._first_delivery(message.get("delivery_id")):
+                return  # Core posts after its commit and again from its outbox: at least once
             with self._lock:  # drivers' deliver() never blocks
                 handle = self.turns.get(message.get("turn_id", ""))
                 if handle is not None and not handle.done:
@@ -39,6 +42,17 @@ class Runtime:
             self.errors.append(message)
             error = message.get("error") or {}
             log.warning("Core rejected a message (ref %s): %s", message.get("ref"), error.get("message"))
+
+    def _first_delivery(self, delivery_id: Any) -> bool:
+        if not isinstance(delivery_id, str):
+            return True
+        with self._lock:
+            if delivery_id in self._delivered:
+                return False
+            self._delivered[delivery_id] = None
+            while len(self._delivered) > 10_000:  # the repeat comes within seconds
+                self._delivered.pop(next(iter(self._delivered)))
+            return True
 
     def _start(self, message: dict[str, Any]) -> None:
         with self._lock:

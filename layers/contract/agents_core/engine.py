@@ -456,9 +456,12 @@ def deliver(draft: Draft, turn: TurnState, message: dict[str, Any]) -> None:
 
 
 def deliver_to(draft: Draft, turn_id: str, connection_id: str, message: dict[str, Any]) -> None:
-    """An outbox command: the stream handler posts it to the Runtime that owns the Turn."""
+    """A message for the Runtime that owns the Turn. The committing Lambda posts it straight after its
+    commit (`send_now`); the outbox command is the at-least-once path behind it, so a Runtime can get
+    it twice and drops the repeat by its `delivery_id`."""
     draft.command({"type": "deliver", "connection_id": connection_id,
-                   "message": {**message, "tenant": draft.tenant, "session_id": draft.session_id, "turn_id": turn_id}})
+                   "message": {**message, "tenant": draft.tenant, "session_id": draft.session_id, "turn_id": turn_id,
+                               "delivery_id": new_id("dlv")}})
 
 
 def pending_actions_of(draft: Draft, turn_id: str) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from agents_contract.harnessconfig import declaration
 
 from . import engine
 from .ids import now
+from .observability import logger
 from .settings import get_settings
 from .store import Contention, DynamoStore, TransactionConflict, session_key
 
@@ -76,10 +77,28 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
             if idem is not None:
                 draft.tx.put(idem, "attribute_not_exists(PK)")
             draft.commit()
+            send_now(draft.commands)
             return
         except (TransactionConflict, Contention):
             time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter
     raise Unavailable()
+
+
+def send_now(commands: list[dict[str, Any]]) -> None:
+    """After the commit, post its Runtime-bound messages at once (no Streams hop between a result and
+    the Runtime). Best effort: the commit's outbox record delivers them again (at least once), so a
+    failed post here loses nothing and never fails the request."""
+    deliveries = [c for c in commands if c.get("type") == "deliver"]
+    if not deliveries:
+        return
+    from .aws import default_messenger
+
+    for command in deliveries:
+        try:  # a gone connection is left to the outbox consumer, which forgets it (least privilege here)
+            default_messenger().post(command["connection_id"], command["message"])
+        except Exception:  # noqa: BLE001 - the outbox delivers it
+            logger.warning("direct delivery failed; the outbox delivers it", extra={"turn_id": command["message"].get(
+                "turn_id")})
 
 
 def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, Any]]) -> None:

@@ -1,0 +1,73 @@
+"""Runtime-bound messages leave the committing Lambda straight after its commit (no Streams hop between a
+result and the Runtime); the outbox stays the at-least-once path behind it, and the Runtime drops the
+repeat by its delivery id."""
+
+from agents_core import results
+from local.inprocess import wait_for
+from runtime.harnesses import TurnHandle
+from runtime.protocol import TurnChannel
+from runtime.router import Runtime
+from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
+from tests.integration.test_turns import pending, result, session_with, turn_status
+
+
+def received(runtime, kind):
+    return [m for m in runtime.inbox if m.get("type") == kind]
+
+
+def output_items(client, session_id):
+    return [i for i in client.beta.agents.sessions.items.list(session_id, limit=100).data
+            if i.type == "function_call_output"]
+
+
+def test_a_result_reaches_the_runtime_with_the_stream_stopped_and_the_outbox_repeat_is_dropped(client, runtime, stack):
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    stack.poller.pump = lambda: 0  # the stream consumer stops: only the direct post can deliver
+    try:
+        client.beta.agents.sessions.events.create(session.id, events=[result(action, output="sunny")])
+        direct = wait_for(lambda: received(runtime, "turn.tool_result"), timeout=10)
+        assert len(direct) == 1 and direct[0]["result"]["output"] == "sunny" and direct[0]["delivery_id"]
+        wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed", timeout=20)
+    finally:
+        del stack.poller.pump  # the stream resumes: the outbox delivers the same message again
+    repeat = wait_for(lambda: len(received(runtime, "turn.tool_result")) == 2 and received(runtime, "turn.tool_result"),
+                      timeout=20)
+    assert repeat[1]["delivery_id"] == repeat[0]["delivery_id"]
+    assert turn_status(client, session.id, action.turn_id) == "completed"
+    assert len(output_items(client, session.id)) == 1
+
+
+def test_when_the_direct_post_is_lost_the_outbox_delivers_the_result(client, runtime, monkeypatch):
+    monkeypatch.setattr(results, "send_now", lambda commands: None)
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    client.beta.agents.sessions.events.create(session.id, events=[result(action, output="rain")])
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed", timeout=20)
+    assert [m["result"]["output"] for m in received(runtime, "turn.tool_result")] == ["rain"]
+
+
+class Recording(TurnHandle):
+    def __init__(self):
+        self.delivered = []
+        self.channel = TurnChannel({"tenant": "t", "session_id": "s", "turn_id": "turn_1"}, lambda message: None)
+
+    def deliver_result(self, call_id, result):
+        self.delivered.append(("result", call_id))
+
+    def steer(self, item):
+        self.delivered.append(("steer", item["id"]))
+
+    def cancel(self):
+        self.delivered.append(("cancel", None))
+
+
+def test_the_runtime_applies_each_delivery_once():
+    router = Runtime(lambda message: None, {})
+    handle = router.turns["turn_1"] = Recording()
+    steer = {"type": "turn.input", "turn_id": "turn_1", "item": {"id": "msg_1"}, "delivery_id": "dlv_a"}
+    router.on_message(steer)
+    router.on_message(dict(steer))  # the outbox repeat
+    router.on_message({**steer, "delivery_id": "dlv_b", "item": {"id": "msg_2"}})  # a new message
+    router.on_message({"type": "turn.input", "turn_id": "turn_1", "item": {"id": "msg_3"}})  # no id: applied
+    assert handle.delivered == [("steer", "msg_1"), ("steer", "msg_2"), ("steer", "msg_3")]
