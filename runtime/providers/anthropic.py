@@ -21,6 +21,7 @@ import json
 import re
 import time
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
 from . import script
@@ -28,6 +29,7 @@ from . import script
 if TYPE_CHECKING:
     from . import _Handler
 
+VERBS = ("say", "answer", "call", "parallel", "sleep", "fail")
 TOOL_SEARCH = "ToolSearch"
 STRUCTURED_OUTPUT = "StructuredOutput"
 STEERED = re.compile(r"The user sent (?:a )?new message[^:\n]*:\n(.*?)(?:\n\nThis is how Claude Code surfaces.*)?$", re.S)
@@ -57,11 +59,19 @@ def _script_text(text: str) -> Optional[str]:
     return stripped
 
 
-def conversation_state(body: dict[str, Any]) -> tuple[str, int, int]:
-    """(the latest script, how many caller function results came back after it, ToolSearch results
-    since the last function result)."""
+@dataclass
+class State:
+    """Where the conversation stands for the latest script."""
+
+    script: str = ""
+    outputs: int = 0  # caller function results that came back after it
+    searches: int = 0  # ToolSearch results since the last function result
+    structured: bool = False  # a successful StructuredOutput result came back after it
+
+
+def conversation_state(body: dict[str, Any]) -> State:
     names: dict[str, str] = {}
-    latest, outputs, searches = "", 0, 0
+    state = State()
     for message in body.get("messages") or []:
         if not isinstance(message, dict):
             continue
@@ -73,23 +83,28 @@ def conversation_state(body: dict[str, Any]) -> tuple[str, int, int]:
             continue
         if message.get("role") != "user":
             continue  # Claude Code also sends its environment as a system-role message
+        results = any(block.get("type") == "tool_result" for block in blocks)
         for block in blocks:
             if block.get("type") == "tool_result":
                 name = names.get(str(block.get("tool_use_id")), "")
                 if name == TOOL_SEARCH:
-                    searches += 1
-                elif name != STRUCTURED_OUTPUT:
-                    outputs, searches = outputs + 1, 0
+                    state.searches += 1
+                elif name == STRUCTURED_OUTPUT:
+                    state.structured = state.structured or not block.get("is_error")
+                else:
+                    state.outputs, state.searches = state.outputs + 1, 0
                 for text in _texts(block.get("content")):
                     found = STEERED.search(text)
                     if found:  # steering joined the running Turn inside this result
-                        latest, outputs, searches = found.group(1).strip(), 0, 0
+                        state = State(found.group(1).strip())
             elif block.get("type") == "text":
                 found_script = _script_text(block.get("text", ""))
+                if found_script is not None and results and found_script.split(" ", 1)[0] not in VERBS:
+                    continue  # beside a tool result, Claude Code's own note ("Tool loaded.")
                 if found_script is not None:
-                    latest, outputs, searches = found_script, 0, 0
+                    state = State(found_script)
                     break  # the first text block is the message; what follows is Claude Code's
-    return latest, outputs, searches
+    return state
 
 
 def _offered(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -114,43 +129,31 @@ def _resolve(name: str, tools: dict[str, dict[str, Any]]) -> tuple[str, bool]:
 
 def plan_blocks(body: dict[str, Any]) -> tuple[script.Response, list[dict[str, Any]], str]:
     """(the script's response, the content blocks to answer with, the stop reason)."""
-    text, outputs, searches = conversation_state(body)
-    plan = script.next_response(script.parse(text), outputs)
+    state = conversation_state(body)
+    plan = script.next_response(script.parse(state.script), state.outputs)
     tools = _offered(body)
     blocks: list[dict[str, Any]] = []
     texts = list(plan.texts)
-    answered_structured = _answered_structured(body)
     if plan.answered and STRUCTURED_OUTPUT in tools and not plan.calls:
-        if answered_structured:
+        if state.structured:
             return plan, [], "end_turn"  # the terminal tool ran: the Turn ends with no more text
         document = texts.pop()  # the `answer` step is the last text of a response without calls
         blocks += [{"type": "text", "text": t} for t in texts]
         blocks.append(_tool_use(STRUCTURED_OUTPUT, json.loads(document)))
         return plan, blocks, "tool_use"
-    if searches:
+    if state.searches:
         texts = []  # said before the ToolSearch call that loaded the function
     blocks += [{"type": "text", "text": t} for t in texts]
     if not plan.calls:
         return plan, blocks, "end_turn"
     natives = [_resolve(call.name, tools) for call in plan.calls]
     unloaded = sorted({native for native, loaded in natives if not loaded})
-    if unloaded and TOOL_SEARCH in tools and searches == 0:
+    if unloaded and TOOL_SEARCH in tools and state.searches == 0:
         blocks.append(_tool_use(TOOL_SEARCH, {"query": "select:" + ",".join(unloaded), "max_results": 5}))
         return plan, blocks, "tool_use"
     for call, (native, _) in zip(plan.calls, natives, strict=True):
         blocks.append(_tool_use(native, json.loads(call.arguments), call.arguments))
     return plan, blocks, "tool_use"
-
-
-def _answered_structured(body: dict[str, Any]) -> bool:
-    """The last message is the result of our StructuredOutput call."""
-    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-    if len(messages) < 2:
-        return False
-    asked = {str(b.get("id")) for b in _blocks(messages[-2])
-             if b.get("type") == "tool_use" and b.get("name") == STRUCTURED_OUTPUT}
-    return any(b.get("type") == "tool_result" and str(b.get("tool_use_id")) in asked
-               and not b.get("is_error") for b in _blocks(messages[-1]))
 
 
 def _tool_use(name: str, arguments: Any, raw: Optional[str] = None) -> dict[str, Any]:

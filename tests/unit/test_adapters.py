@@ -132,7 +132,8 @@ def test_claude_none_profile_allows_only_declared_callbacks_declared_mcp_tools_a
                http_mcp("tickets", allowed_tools=["lookup"]), http_mcp("docs")], harness="claude_code")
     assert claude_code.options(s)["allowedTools"] == [
         "mcp__functions__eager", "mcp__functions__lazy", "mcp__tickets__lookup", "mcp__docs", "ToolSearch"]
-    assert claude_code.options(s)["tools"] == []  # environment: none keeps no built-in tools
+    assert claude_code.options(s)["tools"] == ["ToolSearch"]  # no built-in tools; native search is enabled
+    assert claude_code.options(start([fn()], harness="claude_code"))["tools"] == []
 
 
 def test_claude_none_live_adds_only_web_search():

@@ -78,11 +78,13 @@ def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None)
     if one(start, "tool_search") is not None:
         out["env"] = {"ENABLE_TOOL_SEARCH": "true"}
     if where == "none":
-        builtins: list[str] = []
+        # ToolSearch is native search, not a built-in tool of the environment: the CLI offers it (and
+        # defers definitions) only when it is in `tools`.
+        builtins: list[str] = ["ToolSearch"] if one(start, "tool_search") is not None else []
         if search is not None and search["mode"] == "live":
             builtins.append("WebSearch")  # a provider-side tool; WebFetch would fetch from the Runtime host
         out["tools"] = builtins
-        out["allowedTools"] = [*_allowed_tools(start), *builtins]
+        out["allowedTools"] = [*_allowed_tools(start), *(b for b in builtins if b != "ToolSearch")]
     else:
         out["tools"] = {"type": "preset", "preset": "claude_code"}
         disallowed = list(WORKSPACE_EXCLUDED)

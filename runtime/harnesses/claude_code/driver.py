@@ -41,6 +41,8 @@ from . import config as adapter
 from .functions import FunctionsServer
 
 log = logging.getLogger("runtime.claude_code")
+# Declared callbacks are auto-approved by allowed_tools on purpose; can_use_tool gates the rest.
+warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
 
 START_TIMEOUT = 60.0
 STRUCTURED_OUTPUT = "StructuredOutput"
@@ -120,14 +122,11 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
         "disallowed_tools": list(native.get("disallowedTools") or []), "mcp_servers": servers,
         "setting_sources": [], "env": env, "cwd": str(native.get("cwd") or cwd), "cli_path": binary,
         "model": start["agent"].get("model") or None, "resume": resume,
-        "can_use_tool": permission_callback(native.get("allowedTools") or [], set(servers)),
+        "can_use_tool": permission_callback(adapter._allowed_tools(start), set(servers)),
         "stderr": lambda line: log.debug("claude: %s", line)}
     if "outputFormat" in native:
         kwargs["output_format"] = native["outputFormat"]
-    with warnings.catch_warnings():
-        # Declared callbacks are auto-approved by allowed_tools on purpose; the callback gates the rest.
-        warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
-        return ClaudeAgentOptions(**kwargs)
+    return ClaudeAgentOptions(**kwargs)
 
 
 def permission_callback(allowed: list[str], servers: set[str]) -> Any:
