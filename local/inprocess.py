@@ -70,6 +70,7 @@ class InProcessStack:
     def stop(self) -> None:
         for runtime in self.runtimes:
             runtime.kill()
+        self.ws.shutdown()
         self.poller.stop()
         if self._thread:
             self._thread.join(timeout=5)
@@ -96,8 +97,10 @@ class LocalRuntime:
 
         self.stack = stack
         self.inbox: list[dict[str, Any]] = []
+        self.closed_with: Optional[int] = None  # the close code when the gateway closed the socket
         self.runtime = Runtime(self.send, {h: ScriptedDriver(h) for h in harnesses}, heartbeat_seconds)
-        self.connection_id = stack.ws.connect(self._receive, {"Authorization": f"Bearer {token}"})
+        self.connection_id = stack.ws.connect(self._receive, {"Authorization": f"Bearer {token}"},
+                                              close=self._closed)
         if self.connection_id is None:
             raise PermissionError("runtime connection rejected")
         self.send({"action": "runtime.hello", "harnesses": declarations(harnesses)})
@@ -108,9 +111,13 @@ class LocalRuntime:
         # Deliver on another thread, as a socket would: the poster must not run the Turn.
         threading.Thread(target=self.runtime.on_message, args=(message,), daemon=True).start()
 
+    def _closed(self, code: int) -> None:
+        self.closed_with, self.connection_id = code, None
+
     def send(self, message: dict[str, Any]) -> None:
-        if self.connection_id is not None:
-            self.stack.ws.message(self.connection_id, json.dumps(message))
+        """As a socket would: through the gateway's quota and delivery mode."""
+        if self.connection_id is not None:  # a dead socket sends nothing
+            self.stack.ws.receive(self.connection_id, json.dumps(message))
 
     def hang(self) -> None:
         """The process hangs: no more heartbeats, no more messages (the socket stays open)."""

@@ -1,21 +1,54 @@
 """The local WebSocket gateway's core: API Gateway WebSocket event shapes, route selection on
 `$request.body.action`, and the `@connections` management API (GoneException 410 for closed
-connections). Transport-agnostic: the server in `local.server` and in-process tests both use it."""
+connections). Transport-agnostic: the server in `local.server` and in-process tests both use it.
+
+API Gateway's limits hold here as in AWS: a message over 128 KB (or, on a real socket, a frame over
+32 KB) closes the connection with 1009 and never reaches a handler; a `@connections` post over 128 KB
+fails (PayloadTooLargeException, 413).
+
+Delivery of one connection's messages (`AGENTS_CORE_WS_DELIVERY`):
+- `direct` (in-process default): on the sender's thread, so the sender waits for the handler;
+- `ordered` (`make dev` default): one at a time in arrival order, the sender never waits (a socket);
+- `concurrent`: as API Gateway does with concurrent Lambda invocations, several messages of one
+  connection at once, in no guaranteed order (a seeded jitter makes late arrivals common).
+"""
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
+import os
+import queue
+import random
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from . import apigw, template
 
 Sender = Callable[[str], None]
+log = logging.getLogger("local.websocket")
+
+MAX_MESSAGE_BYTES = 128 * 1024  # API Gateway WebSocket quota: message payload size
+MAX_FRAME_BYTES = 32 * 1024  # API Gateway WebSocket quota: frame size
+TOO_BIG = 1009  # the close code API Gateway uses for a message or frame over its quota
+DELIVERY_MODES = ("direct", "ordered", "concurrent")
+
+
+class PayloadTooLarge(Exception):
+    """A @connections post over 128 KB (API Gateway answers 413 PayloadTooLargeException)."""
+
+
+def delivery_mode() -> str:
+    mode = os.environ.get("AGENTS_CORE_WS_DELIVERY", "direct")
+    if mode not in DELIVERY_MODES:
+        raise ValueError(f"AGENTS_CORE_WS_DELIVERY must be one of {', '.join(DELIVERY_MODES)}")
+    return mode
 
 
 @dataclass
@@ -25,6 +58,10 @@ class Connection:
     connected_at: int
     headers: dict[str, str]
     open: bool = True
+    close: Optional[Callable[[int], None]] = None  # closes the transport (a real socket) with a code
+    inbox: Optional[queue.Queue[Optional[str]]] = None  # `ordered` delivery
+    received: int = 0  # messages received (numbered in arrival order)
+    started: int = 0  # the highest arrival number a handler has started on
 
 
 def _context(connection_id: str, route: str, event_type: str, api_id: str, stage: str) -> dict[str, Any]:
@@ -54,9 +91,16 @@ class WebSocketGateway:
     api_id: str = "localws"
     stage: str = "local"
     connections: dict[str, Connection] = field(default_factory=dict)
+    delivery: str = field(default_factory=delivery_mode)
+    seed: int = field(default_factory=lambda: int(os.environ.get("AGENTS_CORE_WS_SEED", "13")))
+    reordered: int = 0  # messages a handler started after a later one of the same connection
+    too_big: int = 0  # connections closed with 1009
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _pool: Optional[ThreadPoolExecutor] = None
+    _rng: Optional[random.Random] = None
 
-    def connect(self, send: Sender, headers: dict[str, str], query: Optional[dict[str, str]] = None) -> Optional[str]:
+    def connect(self, send: Sender, headers: dict[str, str], query: Optional[dict[str, str]] = None,
+                close: Optional[Callable[[int], None]] = None) -> Optional[str]:
         """$connect: returns the connection id, or None when the handler rejects it."""
         connection_id = base64.b64encode(uuid.uuid4().bytes[:9]).decode().replace("/", "_").replace("+", "-")
         lowered = {k.lower(): v for k, v in headers.items()}
@@ -70,10 +114,99 @@ class WebSocketGateway:
         if status >= 300:
             return None
         with self._lock:
-            self.connections[connection_id] = Connection(connection_id, send, int(time.time()), lowered)
+            self.connections[connection_id] = Connection(connection_id, send, int(time.time()), lowered,
+                                                         close=close)
         return connection_id
 
+    def receive(self, connection_id: str, body: str) -> None:
+        """A message as the socket received it: checked against API Gateway's quota, then handed to its
+        route's handler as the delivery mode says."""
+        conn = self.connections.get(connection_id)
+        if conn is None or not conn.open:
+            return  # a closed connection's messages reach nothing
+        if len(body.encode()) > MAX_MESSAGE_BYTES:
+            self.reject_too_big(connection_id)
+            return
+        with self._lock:
+            conn.received += 1
+            number = conn.received
+        if self.delivery == "direct":
+            self.message(connection_id, body)
+        elif self.delivery == "ordered":
+            with self._lock:
+                if conn.inbox is None:
+                    conn.inbox = queue.Queue()
+                    threading.Thread(target=self._drain, args=(conn,), daemon=True,
+                                     name=f"ws-{connection_id}").start()
+            conn.inbox.put(body)
+        else:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ws-concurrent")
+                    self._rng = random.Random(self.seed)  # noqa: S311 - test jitter, not security
+                delay = self._rng.uniform(0, 0.004)  # type: ignore[union-attr]
+            self._pool.submit(self._later, conn, number, body, delay)
+
+    def shutdown(self) -> None:
+        """The gateway stops: no connection delivers or receives anything more (no $disconnect)."""
+        with self._lock:
+            closing, self.connections = list(self.connections.values()), {}
+        for conn in closing:
+            conn.open = False
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def receive_frames(self, connection_id: str, frames: list[str]) -> None:
+        """A message sent in several frames (a client fragments what is over 32 KB)."""
+        if any(len(frame.encode()) > MAX_FRAME_BYTES for frame in frames):
+            self.reject_too_big(connection_id)
+            return
+        self.receive(connection_id, "".join(frames))
+
+    def reject_too_big(self, connection_id: str) -> None:
+        """API Gateway closes the connection with 1009; the message reaches no handler."""
+        conn = self.connections.get(connection_id)
+        self.too_big += 1
+        self.disconnect(connection_id, code=TOO_BIG)
+        if conn is not None and conn.close is not None:
+            try:
+                conn.close(TOO_BIG)
+            except Exception:  # noqa: BLE001, S110 - the socket may already be gone
+                pass
+
+    def _drain(self, conn: Connection) -> None:
+        number = 0
+        while conn.open:
+            try:
+                body = conn.inbox.get(timeout=1)  # type: ignore[union-attr]
+            except queue.Empty:
+                continue
+            number += 1
+            self._handle(conn, number, body)
+
+    def _later(self, conn: Connection, number: int, body: str, delay: float) -> None:
+        time.sleep(delay)
+        self._handle(conn, number, body)
+
+    def _handle(self, conn: Connection, number: int, body: str) -> None:
+        if not conn.open:
+            return
+        with self._lock:
+            if number < conn.started:
+                self.reordered += 1
+            conn.started = max(conn.started, number)
+        try:
+            self.message(conn.id, body)
+        except Exception:  # noqa: BLE001 - a failed invocation drops that message, never the connection
+            log.exception("handler failed for a message of %s", conn.id)
+
     def message(self, connection_id: str, body: str) -> None:
+        """Invoke the route's handler for one message (on the caller's thread)."""
+        if connection_id not in self.connections:
+            return  # API Gateway routes nothing for a closed connection
+        if len(body.encode()) > MAX_MESSAGE_BYTES:
+            self.reject_too_big(connection_id)
+            return
         route = _select(body)
         if route not in self.routes:
             route = "$default"
@@ -102,10 +235,13 @@ class WebSocketGateway:
 
     # -- the @connections management API -----------------------------------------------------------
     def post(self, connection_id: str, data: bytes | str) -> bool:
-        """False when the connection is closed (the API answers 410 GoneException)."""
+        """False when the connection is closed (the API answers 410 GoneException); PayloadTooLarge
+        over 128 KB (413), as API Gateway answers."""
         conn = self.connections.get(connection_id)
         if conn is None or not conn.open:
             return False
+        if len(data if isinstance(data, bytes) else data.encode()) > MAX_MESSAGE_BYTES:
+            raise PayloadTooLarge(connection_id)
         try:
             conn.send(data.decode() if isinstance(data, bytes) else data)
         except Exception:  # noqa: BLE001 - a socket that fails is gone
@@ -127,6 +263,35 @@ class WebSocketGateway:
         return True
 
 
+def uvicorn_protocol() -> Any:
+    """The local server's WebSocket protocol with API Gateway's frame quota: a frame over 32 KB closes
+    the connection with 1009 before the message reaches the app (the 128 KB message quota is uvicorn's
+    `ws_max_size`, which closes with 1009 too)."""
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+    class FrameLimitedProtocol(WebSocketsSansIOProtocol):
+        def _within_quota(self, event: Any) -> bool:
+            if len(event.data) <= MAX_FRAME_BYTES:
+                return True
+            self.conn.fail(TOO_BIG, "Frame too big")
+            self.handle_parser_exception()
+            return False
+
+        def handle_text(self, event: Any) -> None:
+            if self._within_quota(event):
+                super().handle_text(event)
+
+        def handle_bytes(self, event: Any) -> None:
+            if self._within_quota(event):
+                super().handle_bytes(event)
+
+        def handle_cont(self, event: Any) -> None:
+            if self._within_quota(event):
+                super().handle_cont(event)
+
+    return FrameLimitedProtocol
+
+
 def install_moto_management_api(gateway: WebSocketGateway) -> None:
     """In-process tests: route moto's apigatewaymanagementapi to the gateway (with GoneException)."""
     from moto.apigatewaymanagementapi.models import ApiGatewayManagementApiBackend
@@ -138,8 +303,18 @@ def install_moto_management_api(gateway: WebSocketGateway) -> None:
         def __init__(self) -> None:
             super().__init__("GoneException", "The connection is gone.")
 
+    class TooLarge(JsonRESTError):
+        code = 413
+
+        def __init__(self) -> None:
+            super().__init__("PayloadTooLargeException", "Message too large; at most 128 KB.")
+
     def post_to_connection(self: Any, data: Any, connection_id: str) -> None:
-        if not gateway.post(connection_id, data):
+        try:
+            posted = gateway.post(connection_id, data)
+        except PayloadTooLarge:
+            raise TooLarge() from None
+        if not posted:
             raise Gone()
 
     def delete_connection(self: Any, connection_id: str) -> None:

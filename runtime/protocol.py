@@ -6,8 +6,10 @@ knows which Harness runs. See docs/runtime-protocol.md.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -15,32 +17,128 @@ Emit = Callable[[dict[str, Any]], None]
 
 log = logging.getLogger("runtime")
 
+# API Gateway's WebSocket message quota is 128 KB; a larger message closes the connection (1009) and with
+# it every Turn of the Runtime. Observations are packed into messages below it (docs/runtime-protocol.md).
+MAX_MESSAGE_BYTES = 127 * 1024
+MAX_BATCH = 100  # observations in one turn.batch (Core's limit)
+DELTA_CHARS = 32_000  # a text delta longer than this goes as several deltas
+WINDOW = 64  # observations of one Turn sent and not yet acknowledged before emit waits for Core
+RESEND_SECONDS = 5.0  # unacknowledged observations older than this are sent again (Core drops duplicates)
+LINGER_SECONDS = 60.0  # after the Turn's end, how long unacknowledged observations are still resent
+
+
+class ObservationTooLarge(Exception):
+    """One observation that no message can carry (e.g. function call arguments over 128 KB): the Turn
+    fails with this message instead of a message API Gateway would answer by closing the connection."""
+
+
+def _size(message: dict[str, Any]) -> int:
+    return len(json.dumps(message).encode())
+
 
 class TurnChannel:
-    """Observations of one Turn, numbered 1, 2, 3... in the order they are sent."""
+    """Observations of one Turn, numbered 1, 2, 3... in the order they are sent.
+
+    Delivery is at least once and order tolerant: Core acknowledges cumulatively (`turn.ack` with the
+    last seq applied); at most WINDOW observations are in flight, and what stays unacknowledged is sent
+    again. Heartbeats are unnumbered, so no observation traffic ever holds them back."""
 
     def __init__(self, start: dict[str, Any], send: Emit, heartbeat_seconds: float = 5.0):
         self.route = {k: start[k] for k in ("tenant", "session_id", "turn_id")}
         self.turn_id: str = start["turn_id"]
         self.send_raw = send
         self.seq = 0
+        self.acked = 0
         self.heartbeat_seconds = heartbeat_seconds
         self.done = threading.Event()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # numbering and sending, in order
+        self._acks = threading.Condition()
+        self._unacked: dict[int, tuple[dict[str, Any], float]] = {}  # last seq of a message -> (message, sent at)
+        self._done_at: float | None = None
 
+    # -- sending -------------------------------------------------------------------------------------
     def emit(self, action: str, **fields: Any) -> None:
-        with self._lock:
-            self.seq += 1
-            self.send_raw({"action": action, **self.route, "seq": self.seq, **fields})
+        self.emit_batch([(action, fields)])
 
     def emit_batch(self, observations: list[tuple[str, dict[str, Any]]]) -> None:
-        """Several observations in one message (Core applies them in one commit)."""
+        """Several observations, in as few messages as fit (a message within 128 KB, a batch within 100
+        observations); Core applies each message in one commit."""
+        observations = [piece for action, fields in observations for piece in _split_delta(action, fields)]
         with self._lock:
-            batch = []
+            groups: list[list[tuple[str, dict[str, Any]]]] = [[]]
             for action, fields in observations:
-                self.seq += 1
-                batch.append({"action": action, "seq": self.seq, **fields})
-            self.send_raw({"action": "turn.batch", **self.route, "observations": batch})
+                trial = groups[-1] + [(action, fields)]
+                if groups[-1] and (len(trial) > MAX_BATCH or _size(self._message(trial, 0)) > MAX_MESSAGE_BYTES):
+                    groups.append([(action, fields)])
+                else:
+                    groups[-1] = trial
+            for group in groups:
+                if len(group) == 1 and _size(self._message(group, 0)) > MAX_MESSAGE_BYTES:
+                    action = group[0][0]
+                    size = _size(self._message(group, 0))
+                    reason = (f"The Harness produced a {action} of {size} bytes; a Runtime message holds at most "
+                              f"{MAX_MESSAGE_BYTES} bytes, so the Turn cannot continue.")
+                    self._send_numbered([("turn.failed", {"error": {"message": reason}})])
+                    self.done.set()
+                    raise ObservationTooLarge(reason)
+                self._send_numbered(group)
+
+    def _message(self, group: list[tuple[str, dict[str, Any]]], first: int) -> dict[str, Any]:
+        if len(group) == 1:
+            action, fields = group[0]
+            return {"action": action, **self.route, "seq": first, **fields}
+        return {"action": "turn.batch", **self.route,
+                "observations": [{"action": a, "seq": first + i, **f} for i, (a, f) in enumerate(group)]}
+
+    def _send_numbered(self, group: list[tuple[str, dict[str, Any]]]) -> None:
+        self._wait_window(len(group))
+        message = self._message(group, self.seq + 1)
+        self.seq += len(group)
+        with self._acks:
+            self._unacked[self.seq] = (message, time.monotonic())
+        self.send_raw(message)
+
+    def _wait_window(self, count: int) -> None:
+        with self._acks:
+            while self.seq + count - self.acked > WINDOW and self._unacked and not self.done.is_set():
+                if not self._acks.wait(RESEND_SECONDS):
+                    self._resend(stale_only=False)
+
+    # -- Core's answers ------------------------------------------------------------------------------
+    def ack(self, seq: int) -> None:
+        """Core applied every observation up to `seq` (cumulative; acks may arrive out of order)."""
+        with self._acks:
+            if seq <= self.acked:
+                return
+            self.acked = seq
+            for last in [s for s in self._unacked if s <= seq]:
+                del self._unacked[last]
+            self._acks.notify_all()
+
+    def resend_from(self, seq: Any) -> None:
+        """Core could not take a message (a transient server error): send it again now."""
+        with self._acks:
+            found = [m for last, (m, _) in sorted(self._unacked.items()) if _covers(m, seq)]
+        for message in found:
+            self.send_raw(message)
+
+    def _resend(self, stale_only: bool = True) -> None:
+        now = time.monotonic()
+        with self._acks:
+            due = [(last, m) for last, (m, at) in sorted(self._unacked.items())
+                   if not stale_only or now - at >= RESEND_SECONDS]
+            for last, message in due:
+                self._unacked[last] = (message, now)
+        for _, message in due:
+            try:
+                self.send_raw(message)
+            except ConnectionError:
+                return
+
+    @property
+    def unacknowledged(self) -> int:
+        with self._acks:
+            return len(self._unacked)
 
     def finish(self, action: str, **fields: Any) -> None:
         """The Turn's terminal observation (turn.completed / failed / cancelled), sent once."""
@@ -51,11 +149,19 @@ class TurnChannel:
 
     def start_heartbeats(self) -> None:
         def beat() -> None:
-            while not self.done.wait(self.heartbeat_seconds):
-                try:
-                    self.emit("turn.heartbeat")
-                except ConnectionError:
-                    log.warning("heartbeat for %s not sent: not connected", self.turn_id)
+            while True:
+                if self.done.is_set():
+                    # Ended: what Core has not acknowledged is still resent, for a while.
+                    self._done_at = self._done_at or time.monotonic()
+                    if not self.unacknowledged or time.monotonic() - self._done_at > LINGER_SECONDS:
+                        return
+                    time.sleep(min(1.0, self.heartbeat_seconds))
+                elif not self.done.wait(self.heartbeat_seconds):
+                    try:
+                        self.send_raw({"action": "turn.heartbeat", **self.route})
+                    except ConnectionError:
+                        log.warning("heartbeat for %s not sent: not connected", self.turn_id)
+                self._resend()
         threading.Thread(target=beat, name=f"heartbeat-{self.turn_id}", daemon=True).start()
 
     def message(self, item_id: str, text: str, phase: str | None) -> None:
@@ -65,6 +171,39 @@ class TurnChannel:
             ("turn.output_text.delta", {"item_id": item_id, "content_index": 0, "delta": text}),
             ("turn.item.done", {"item": assistant_message(item_id, phase, "completed", text)}),
         ])
+
+
+def _covers(message: dict[str, Any], seq: Any) -> bool:
+    if message.get("action") == "turn.batch":
+        return any(o.get("seq") == seq for o in message.get("observations", []))
+    return message.get("seq") == seq
+
+
+def _split_delta(action: str, fields: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    delta = fields.get("delta")
+    if action != "turn.output_text.delta" or not isinstance(delta, str) or len(delta) <= DELTA_CHARS:
+        return [(action, fields)]
+    return [(action, {**fields, "delta": delta[i:i + DELTA_CHARS]}) for i in range(0, len(delta), DELTA_CHARS)]
+
+
+class Reassembler:
+    """Joins Core's `chunk` messages (a message over 128 KB, split by Core) back into the message."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, dict[int, str]] = {}
+        self._lock = threading.Lock()
+
+    def feed(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        if message.get("type") != "chunk":
+            return message
+        key, parts = str(message.get("id")), int(message.get("parts") or 0)
+        with self._lock:
+            held = self._parts.setdefault(key, {})
+            held[int(message.get("part") or 0)] = str(message.get("data") or "")
+            if len(held) < parts:
+                return None
+            del self._parts[key]
+        return json.loads("".join(held[i] for i in range(parts)))
 
 
 def assistant_message(item_id: str, phase: str | None, status: str, text: str | None) -> dict[str, Any]:

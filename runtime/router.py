@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from .harnesses import HarnessDriver, TurnHandle
-from .protocol import Emit, TurnChannel
+from .protocol import Emit, Reassembler, TurnChannel
 
 log = logging.getLogger("runtime")
 
@@ -20,11 +20,17 @@ class Runtime:
         self.heartbeat_seconds = heartbeat_seconds
         self.turns: dict[str, TurnHandle] = {}
         self.errors: list[dict[str, Any]] = []
+        self.channels: dict[str, TurnChannel] = {}
         self.welcomed = threading.Event()
         self._lock = threading.Lock()
         self._delivered: dict[str, None] = {}  # delivery ids seen, oldest first
+        self._chunks = Reassembler()
 
     def on_message(self, message: dict[str, Any]) -> None:
+        whole = self._chunks.feed(message)  # Core sends a message over 128 KB in chunks
+        if whole is None:
+            return
+        message = whole
         kind = message.get("type")
         if kind == "runtime.welcome":
             self.welcomed.set()
@@ -38,10 +44,18 @@ class Runtime:
                 handle = self.turns.get(message.get("turn_id", ""))
                 if handle is not None and not handle.done:
                     handle.deliver(message)
+        elif kind == "turn.ack":
+            channel = self.channels.get(str(message.get("turn_id")))
+            if channel is not None and isinstance(message.get("seq"), int):
+                channel.ack(message["seq"])
         elif kind == "error":
             self.errors.append(message)
             error = message.get("error") or {}
-            log.warning("Core rejected a message (ref %s): %s", message.get("ref"), error.get("message"))
+            log.warning("Core rejected a message (turn %s, %s, seq %s): %s", message.get("turn_id"),
+                        message.get("action"), message.get("ref"), error.get("message"))
+            channel = self.channels.get(str(message.get("turn_id")))
+            if channel is not None and (error.get("type") == "server_error" or error.get("code") == "rate_limit_exceeded"):
+                channel.resend_from(message.get("ref"))  # transient: Core did not take it
 
     def _first_delivery(self, delivery_id: Any) -> bool:
         if not isinstance(delivery_id, str):
@@ -59,6 +73,7 @@ class Runtime:
             if message["turn_id"] in self.turns:
                 return  # a redelivered start (the Dispatch task retried): the Turn runs once
             channel = TurnChannel(message, self.send, self.heartbeat_seconds)
+            self.channels[message["turn_id"]] = channel
             driver = self.drivers.get(message.get("harness", ""))
             if driver is None:
                 channel.finish("turn.failed", error={"message": f"This Runtime does not serve '{message.get('harness')}'."})

@@ -34,7 +34,7 @@ class RawRuntime:
 
     def send(self, message: Any) -> None:
         if self.conn is not None:
-            self.stack.ws.message(self.conn, message if isinstance(message, str) else json.dumps(message))
+            self.stack.ws.receive(self.conn, message if isinstance(message, str) else json.dumps(message))
 
     def start(self, timeout: float = 15) -> dict[str, str]:
         """The next turn.start this connection receives; its routing is remembered."""

@@ -7,6 +7,7 @@ outcomes here: a closed connection is `ConnectionGone`, a closed task token is i
 from __future__ import annotations
 
 import json
+import uuid
 from functools import lru_cache
 from typing import Any
 
@@ -21,14 +22,49 @@ class ConnectionGone(Exception):
     """The WebSocket connection is closed (GoneException)."""
 
 
+# API Gateway's WebSocket message quota (128 KB, also for @connections posts; docs/runtime-protocol.md,
+# "Message size"). A larger message travels as `chunk` messages the receiver joins.
+MAX_MESSAGE_BYTES = 128 * 1024
+CHUNK_DATA_CHARS = 120_000  # of the message's JSON text per chunk, before escaping
+
+
+def chunks(text: str) -> list[str]:
+    """A message's JSON text as `{"type": "chunk", "id", "part", "parts", "data"}` messages of at most
+    MAX_MESSAGE_BYTES each; joining the parts' `data` in `part` order gives the text back."""
+    pieces, start = [], 0
+    while start < len(text):
+        size = CHUNK_DATA_CHARS
+        while True:
+            piece = text[start:start + size]
+            encoded = len(json.dumps(piece).encode())  # escaping may grow a piece up to 6x
+            if encoded <= CHUNK_DATA_CHARS or size <= 1024:
+                break
+            size = max(1024, size * CHUNK_DATA_CHARS // encoded)
+        pieces.append(piece)
+        start += len(piece)
+    message_id = uuid.uuid4().hex[:16]
+    return [json.dumps({"type": "chunk", "id": message_id, "part": i, "parts": len(pieces), "data": piece},
+                       separators=(",", ":")) for i, piece in enumerate(pieces)]
+
+
 class Messenger:
-    """Posts JSON messages to WebSocket connections through the management API."""
+    """Posts JSON messages to WebSocket connections through the management API; one over 128 KB goes
+    in chunks."""
 
     def __init__(self, client: Any):
         self.client = client
 
     def post(self, connection_id: str, message: Any) -> None:
         data = message if isinstance(message, (bytes, str)) else json.dumps(message, separators=(",", ":"))
+        size = len(data) if isinstance(data, bytes) else len(data.encode())
+        if size > MAX_MESSAGE_BYTES:
+            text = data.decode() if isinstance(data, bytes) else data
+            for part in chunks(text):  # in order, on one connection: they arrive in order
+                self._post(connection_id, part)
+            return
+        self._post(connection_id, data)
+
+    def _post(self, connection_id: str, data: Any) -> None:
         try:
             self.client.post_to_connection(ConnectionId=connection_id, Data=data)
         except ClientError as exc:

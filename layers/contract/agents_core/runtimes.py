@@ -237,6 +237,7 @@ class Report:
     final_answer: Optional[bool] = None
     fail_turn: Optional[str] = None  # why Core fails the Turn itself (a function call it cannot accept)
     acked: int = 0
+    closed: bool = False  # the Turn has ended: what this message carried is moot, acknowledged as taken
     remaining: list[Observation] = field(default_factory=list)  # next in order, for the next bounded commit
 
     def reset(self) -> None:
@@ -371,8 +372,8 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
         report.result = "ignored"  # never act on a Turn this connection does not own
         return report.result
     if turn.status in engine.TERMINAL or turn.closing:
-        report.result = "ignored"
-        report.acked = turn.obs_seq
+        report.result, report.closed = "ignored", True
+        report.acked = max([turn.obs_seq, *(o.seq for o in fresh)])  # nothing left to resend
         return report.result
     pending = {o.seq: o for o in fresh if o.seq > turn.obs_seq and o.seq}
     if fresh and not pending and not continuing:
@@ -466,7 +467,7 @@ def _after(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger
                                                           "session_id": session_id, "turn_id": turn_id})
     if report.terminal and report.token:
         workflow.succeed(report.token, {"status": report.terminal, "final_answer": report.final_answer})
-    if messenger is not None and report.result in ("applied", "buffered", "duplicate"):
+    if messenger is not None and (report.result in ("applied", "buffered", "duplicate") or report.closed):
         post_safely(messenger, store, connection_id, {"type": "turn.ack", "turn_id": turn_id, "seq": report.acked})
 
 
