@@ -202,7 +202,11 @@ class ClaudeCodeDriver(HarnessDriver):
 
     def close(self) -> None:
         async def stop_all() -> None:
+            for session in self.sessions.values():
+                if session.current is not None:
+                    session.current.finished.set()  # Core fails claimed Turns when the Runtime goes
             await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)
+            await asyncio.sleep(0)
         try:
             self.submit(stop_all()).result(timeout=20)
         except Exception:  # noqa: BLE001 - shutting down anyway

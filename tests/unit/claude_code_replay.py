@@ -1,0 +1,93 @@
+"""A recorded Claude Code exchange, replayed at the Claude Agent SDK boundary.
+
+`claude_code_exchange.json` holds what the real CLI (claude-agent-sdk 0.2.189, Claude Code 2.1.332) sent
+the driver on this machine against the scripted provider: the stream-json messages (parsed here with the
+SDK's own `parse_message`) and the MCP JSON-RPC messages for the `functions` server, which this replay
+sends through the SDK's own in-process bridge (`SdkMcpBridge`) to the driver's real `mcp.server.Server`.
+The replay waits where the CLI waited: for our tools/call answer, or for an interrupt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+from typing import Any
+
+from claude_agent_sdk._internal.message_parser import parse_message
+from claude_agent_sdk._internal.sdk_mcp_bridge import SdkMcpBridge
+
+RECORDED = json.loads(pathlib.Path(__file__).with_name("claude_code_exchange.json").read_text())
+
+
+class ReplayClient:
+    """Stands in for `ClaudeSDKClient(options)`; one instance per native process."""
+
+    instances: list[ReplayClient] = []
+
+    def __init__(self, scenario: str, options: Any, mcp_status: dict[str, Any] | None = None):
+        self.scenario = RECORDED[scenario]
+        self.options = options
+        self.mcp_status = mcp_status or {"mcpServers": []}
+        self.queries: list[Any] = []
+        self.replies: list[dict[str, Any]] = []  # what our MCP server answered, in order
+        self.interrupted = asyncio.Event()
+        self.out: asyncio.Queue[Any] = asyncio.Queue()
+        self.bridge: SdkMcpBridge | None = None
+        self.disconnected = False
+        ReplayClient.instances.append(self)
+
+    @classmethod
+    def factory(cls, scenario: str, **kwargs: Any) -> Any:
+        return lambda options: cls(scenario, options, **kwargs)
+
+    async def connect(self) -> None:
+        server = (self.options.mcp_servers.get("functions") or {}).get("instance")
+        if server is not None:
+            self.bridge = SdkMcpBridge("functions", server)
+            for message in self.scenario["handshake"]:
+                reply = await self.bridge.handle(message)
+                if reply is not None:
+                    self.replies.append(reply)
+
+    async def query(self, prompt: Any) -> None:
+        if not isinstance(prompt, str):
+            prompt = [m async for m in prompt]
+        self.queries.append(prompt)
+        if len(self.queries) == 1:
+            asyncio.ensure_future(self._play())
+
+    async def _play(self) -> None:
+        call: asyncio.Future[Any] | None = None
+        for kind, raw in self.scenario["play"]:
+            if kind == "cli":
+                if call is not None:  # the CLI reports the tool result once the call has an answer
+                    self.replies.append(await call)
+                    call = None
+                await self.out.put(parse_message(raw))
+            elif kind == "mcp" and raw.get("method") == "tools/call":
+                assert self.bridge is not None
+                call = asyncio.ensure_future(self.bridge.handle(raw))
+            elif kind == "mcp" and raw.get("method") == "notifications/cancelled":
+                await self.interrupted.wait()  # the recorded run was interrupted here
+                assert self.bridge is not None
+                await self.bridge.handle(raw)
+
+    async def receive_messages(self) -> Any:
+        while True:
+            yield await self.out.get()
+
+    async def interrupt(self) -> None:
+        self.interrupted.set()
+
+    async def get_mcp_status(self) -> dict[str, Any]:
+        return self.mcp_status
+
+    async def disconnect(self) -> None:
+        self.disconnected = True
+        if self.bridge is not None:
+            await self.bridge.aclose()
+
+
+def recorded(scenario: str, kind: str, index: int = 0) -> dict[str, Any]:
+    return [raw for k, raw in RECORDED[scenario]["play"] if k == kind][index]
