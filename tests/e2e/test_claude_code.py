@@ -230,6 +230,20 @@ def test_steering_joins_the_running_turn_and_fail_fails_the_next(client, claude)
     assert client.beta.agents.sessions.retrieve(session.id).status == "failed"
 
 
+def test_steering_while_the_model_runs_is_answered_in_the_same_turn(client, claude):
+    # No call to fold it into: Claude Code answers the steered message in a native turn of its own, and the
+    # Turn ends only with the result that took it in.
+    session = create(client, "sleep 1.5\nsay first reply")
+    turn = first_turn(client, session.id)
+    wait_for(lambda: requests_of(claude, "first reply"), timeout=30)
+    client.beta.agents.sessions.events.create(session.id, events=[message("say second reply")])
+    wait_for(lambda: turn_status(client, session.id, turn.id) == "completed", timeout=30)
+    assert len(client.beta.agents.sessions.turns.list(session.id).data) == 1
+    items = client.beta.agents.sessions.items.list(session.id, order="asc").data
+    assert [(i.phase, i.content[0].text) for i in items if i.type == "message" and i.role == "assistant"] == [
+        ("commentary", "first reply"), ("final_answer", "second reply")]
+
+
 def test_sdk_stream_helper_with_tool_handlers_on_claude_code(client, claude, tmp_path):
     # A workspace Session: the native claude_code tool set runs in that directory.
     session = create(client, environment={"type": "self_hosted", "workspace_directory": str(tmp_path)})

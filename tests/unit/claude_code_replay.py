@@ -52,7 +52,9 @@ class ReplayClient:
 
     async def query(self, prompt: Any) -> None:
         if not isinstance(prompt, str):
-            prompt = [m async for m in prompt]
+            messages = [m async for m in prompt]
+            assert all(m.get("uuid") for m in messages)  # each names itself, so results can say what they took in
+            prompt = messages[0]["message"]["content"] if len(messages) == 1 else messages
         self.queries.append(prompt)
         if len(self.queries) == 1:
             asyncio.ensure_future(self._play())

@@ -389,6 +389,8 @@ class ClaudeTurn(TurnHandle):
         self.held: Optional[_Text] = None  # assistant prose whose phase is known once something follows
         self.structured = _Structured()
         self.texts_in: dict[str, int] = {}
+        self.sent: list[str] = []  # uuids of the native user messages this Turn sent
+        self.taken: set[str] = set()  # ... and those the native results took in
         self.cancel_requested = False
         self.querying = False
         self.last_error: Optional[str] = None
@@ -414,13 +416,16 @@ class ClaudeTurn(TurnHandle):
         self.querying = True
         await self.finished.wait()
 
-    async def _query(self, client: Any, message: Any) -> None:
-        if isinstance(message, str):
-            await client.query(message)
-            return
+    async def _query(self, client: Any, content: Any) -> None:
+        """One native user message with its own uuid: results name the uuids they took in, so the Turn
+        ends with the result that took in all of its input (a steered message Claude Code could not fold
+        into the running native turn starts another, still this Turn)."""
+        message_uuid = str(uuid.uuid4())
+        self.sent.append(message_uuid)
 
         async def one() -> Any:
-            yield {"type": "user", "message": {"role": "user", "content": message}, "parent_tool_use_id": None}
+            yield {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None,
+                   "uuid": message_uuid}
         await client.query(one())
 
     async def _answer(self, call_id: str, result: dict[str, Any]) -> None:
@@ -527,6 +532,14 @@ class ClaudeTurn(TurnHandle):
             self.channel.message(held.item_id, held.text, phase)
 
     def _result(self, message: Any) -> None:
+        taken = set(message.user_message_uuids or ([message.user_message_uuid] if message.user_message_uuid else []))
+        if taken and self.sent and not taken & set(self.sent):
+            log.info("a native result of an earlier Turn arrived late: ignored")
+            return
+        self.taken |= taken
+        if taken and not self.cancel_requested and not message.is_error and not set(self.sent) <= self.taken:
+            self._release("commentary")  # steered input still to answer: the Turn goes on
+            return
         for call_id, call in self.calls.items():  # calls the native Turn ended without a result
             if not call.settled:
                 call.settled = True
