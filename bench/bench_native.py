@@ -1,11 +1,14 @@
 """Native harnesses next to the scripted one.
 
-1. Driver level (no Core): native process start (spawn `codex app-server`, initialize, verify, thread/start),
-   a fresh Session's first Turn to completion, and a warm call round trip (start -> function call
-   observed -> result delivered -> completed), for Codex and for the scripted harness.
-2. End to end on the local stack (`python -m local` with AGENTS_CORE_NATIVE_HARNESSES=codex): message ->
-   required action -> result -> Turn completed over HTTP with the official SDK, Codex vs scripted.
-Codex runs against the embedded scripted model provider on loopback.
+1. Driver level (no Core): native process start (Codex: spawn `codex app-server`, initialize, verify,
+   thread/start; Claude Code: spawn the bundled CLI through `ClaudeSDKClient.connect`, MCP handshake with the
+   `functions` server, MCP status check), a fresh Session's first Turn to completion, and a warm call round
+   trip (start -> function call observed -> result delivered -> completed), for Codex, Claude Code and the
+   scripted harness.
+2. End to end on the local stack (`python -m local` with AGENTS_CORE_NATIVE_HARNESSES=codex,claude_code):
+   message -> required action -> result -> Turn completed over HTTP with the official SDK, Codex and Claude
+   Code vs scripted.
+Both native Harnesses run against the embedded scripted model provider on loopback.
 """
 
 from __future__ import annotations
@@ -28,11 +31,14 @@ FN = {"type": "function", "name": "f", "description": "d", "parameters": {"type"
 ROUNDS = int(os.environ.get("BENCH_NATIVE_ROUNDS", "10"))
 
 
-def _start(session_id: str, turn_id: str, script: str) -> dict:
-    agent = {"model": "gpt-5", "tools": [{**FN, "defer_loading": False}], "reasoning": None, "service_tier": None,
+MODELS = {"codex": "gpt-5", "claude_code": "claude-sonnet-4-5", "scripted": "gpt-5"}
+
+
+def _start(session_id: str, turn_id: str, script: str, harness: str = "codex") -> dict:
+    agent = {"model": MODELS[harness], "tools": [{**FN, "defer_loading": False}], "reasoning": None, "service_tier": None,
              "text": {"format": {"type": "text"}, "verbosity": None}}
     return {"type": "turn.start", "tenant": "bench", "session_id": session_id, "turn_id": turn_id,
-            "harness": "codex", "agent": agent, "environment": {"type": "none"}, "execution_controls": {},
+            "harness": harness, "agent": agent, "environment": {"type": "none"}, "execution_controls": {},
             "input": [{"role": "user", "content": [{"type": "input_text", "text": script}]}]}
 
 
@@ -56,42 +62,50 @@ def _turn(driver, start: dict, answer: bool) -> tuple[float, float]:
     return to_call, time.perf_counter() - t0
 
 
+def _native(driver, harness: str, session_class) -> dict:
+    """Process start, first Turn and warm call round trip of one native driver."""
+    starts, firsts = [], []
+    for i in range(ROUNDS):
+        t0 = time.perf_counter()
+        session = f"sess_start{i}"
+        start = _start(session, "t", "", harness)
+        s = driver.sessions[session] = session_class(driver, start)
+        driver.submit(s._ensure(start)).result(timeout=60)
+        starts.append(time.perf_counter() - t0)
+        driver.submit(s.stop()).result(timeout=30)
+    for i in range(ROUNDS):
+        firsts.append(_turn(driver, _start(f"sess_first{i}", f"turn_{i}", "say hi", harness), answer=False)[1])
+    warm = [_turn(driver, _start("sess_warm", f"turn_w{i}", "call f {}\nsay done", harness), answer=True)
+            for i in range(ROUNDS + 1)][1:]
+    return {"process_start": percentiles(starts), "first_turn_to_completion": percentiles(firsts),
+            "call_round_trip": {**percentiles([w[1] for w in warm]), "to_function_call": percentiles([w[0] for w in warm])}}
+
+
 def driver_level() -> dict:
-    from runtime.harnesses.codex.driver import CodexDriver, Provider
+    from runtime.harnesses.claude_code.driver import ClaudeCodeDriver, ClaudeSession
+    from runtime.harnesses.claude_code.driver import Provider as ClaudeProvider
+    from runtime.harnesses.codex.driver import CodexDriver, CodexSession, Provider
     from runtime.harnesses.scripted.driver import ScriptedDriver
     from runtime.providers import ScriptedProvider
 
     provider = ScriptedProvider().start()
     codex = CodexDriver(Provider("scripted", provider.base_url + "/v1"), tempfile.mkdtemp())
+    claude = ClaudeCodeDriver(ClaudeProvider("scripted", provider.base_url), tempfile.mkdtemp())
     scripted = ScriptedDriver("codex")
-    out: dict = {"engine": codex.engine}
+    out: dict = {"engines": [codex.engine, claude.engine]}
     try:
-        starts, firsts = [], []
-        for i in range(ROUNDS):
-            t0 = time.perf_counter()
-            session = f"sess_start{i}"
-            from runtime.harnesses.codex.driver import CodexSession
-
-            s = codex.sessions[session] = CodexSession(codex, _start(session, "t", ""))
-            codex.submit(s._ensure(_start(session, "t", ""))).result(timeout=60)
-            starts.append(time.perf_counter() - t0)
-            codex.submit(s.stop()).result(timeout=30)
-        for i in range(ROUNDS):
-            firsts.append(_turn(codex, _start(f"sess_first{i}", f"turn_{i}", "say hi"), answer=False)[1])
-        warm = [_turn(codex, _start("sess_warm", f"turn_w{i}", "call f {}\nsay done"), answer=True)
-                for i in range(ROUNDS + 1)][1:]
+        out["codex"] = _native(codex, "codex", CodexSession)
+        out["claude_code"] = _native(claude, "claude_code", ClaudeSession)
         s_first = [_turn(scripted, _start(f"sess_s{i}", f"turn_s{i}", "say hi"), answer=False)[1]
                    for i in range(ROUNDS)]
         s_warm = [_turn(scripted, _start("sess_sw", f"turn_sw{i}", "call f {}\nsay done"), answer=True)
                   for i in range(ROUNDS)]
-        out["codex"] = {"process_start": percentiles(starts), "first_turn_to_completion": percentiles(firsts),
-                        "call_round_trip": {**percentiles([w[1] for w in warm]),
-                                            "to_function_call": percentiles([w[0] for w in warm])}}
         out["scripted"] = {"first_turn_to_completion": percentiles(s_first),
                            "call_round_trip": {**percentiles([w[1] for w in s_warm]),
                                                "to_function_call": percentiles([w[0] for w in s_warm])}}
     finally:
         codex.close()
+        claude.close()
         provider.stop()
     return out
 
@@ -103,7 +117,7 @@ def local_stack() -> dict:
 
     state = Path(tempfile.mkdtemp()) / "stack.json"
     env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
-           "AGENTS_CORE_STACK_FILE": str(state), "AGENTS_CORE_NATIVE_HARNESSES": "codex",
+           "AGENTS_CORE_STACK_FILE": str(state), "AGENTS_CORE_NATIVE_HARNESSES": "codex,claude_code",
            "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
     stack = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
@@ -111,12 +125,12 @@ def local_stack() -> dict:
     try:
         info = wait_for(lambda: state.exists() and json.loads(state.read_text()), timeout=60, interval=0.005)
         client = OpenAI(base_url=info["base_url"], api_key=info["api_key"], max_retries=0)
-        for harness in ("codex", "scripted"):
+        for harness in ("codex", "claude_code", "scripted"):
             trips, to_action = [], []
             for i in range(ROUNDS + 1):
                 s = time.perf_counter()
                 session = client.beta.agents.sessions.create(
-                    environment={"type": "none"}, input="call f {}\nsay done", agent={"model": "gpt-5", "tools": [FN]},
+                    environment={"type": "none"}, input="call f {}\nsay done", agent={"model": MODELS[harness], "tools": [FN]},
                     extra_body={"x_agents_core": {"harness": harness}})
                 action = wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions,
                                   timeout=60, interval=0.005)[0]
@@ -130,7 +144,8 @@ def local_stack() -> dict:
                     to_action.append(reached)
                     trips.append(time.perf_counter() - s)
             out[harness] = {"call_round_trip_http": {**percentiles(trips), "to_required_action": percentiles(to_action)}}
-        out["note"] = "each round is a new Session: Codex pays its process start (spawn + thread/start) inside it"
+        out["note"] = ("each round is a new Session: Codex and Claude Code pay their process start (spawn + "
+                       "thread/start, spawn + connect) inside it")
     finally:
         stack.send_signal(signal.SIGINT)
         stack.wait(timeout=30)
@@ -139,7 +154,7 @@ def local_stack() -> dict:
 
 def main() -> dict:
     return emit("native", {"benchmark": "native_harnesses", "driver": driver_level(), "local_stack": local_stack(),
-                           "note": "Codex on the embedded scripted model provider (loopback); ms"})
+                           "note": "Codex and Claude Code on the embedded scripted model provider (loopback); ms"})
 
 
 if __name__ == "__main__":
