@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
+import sys
 import time
 
 import openai
@@ -242,6 +243,26 @@ def test_steering_while_the_model_runs_is_answered_in_the_same_turn(client, clau
     items = client.beta.agents.sessions.items.list(session.id, order="asc").data
     assert [(i.phase, i.content[0].text) for i in items if i.type == "message" and i.role == "assistant"] == [
         ("commentary", "first reply"), ("final_answer", "second reply")]
+
+
+def test_declared_mcp_servers_required_fails_the_start_optional_is_dropped(client, claude, tmp_path):
+    stdio = {"type": "mcp", "server_label": "tickets", "required": True, "transport": {
+        "type": "stdio", "command": sys.executable, "args": [str(pathlib.Path(__file__).with_name("mcp_stdio_server.py"))],
+        "cwd": str(tmp_path), "env_vars": []}}
+    down = {"type": "mcp", "server_label": "down", "transport": {"type": "http", "server_url": "http://127.0.0.1:9/mcp"}}
+    workspace = {"type": "self_hosted", "workspace_directory": str(tmp_path)}
+    # the stdio server starts in the workspace; the optional server that cannot connect is dropped
+    session = create(client, "say MCP ready.", environment=workspace, tools=[FN, stdio, {**down, "required": False}])
+    turn = first_turn(client, session.id)
+    wait_for(lambda: turn_status(client, session.id, turn.id) == "completed", timeout=40)
+    offered = json.dumps(requests_of(claude, "MCP ready.")[0]["body"])  # loaded or named for ToolSearch
+    assert "mcp__tickets__lookup" in offered and "mcp__down" not in offered
+    # a required server that does not connect fails the start
+    session = create(client, "say never", environment=workspace, tools=[FN, {**down, "required": True}])
+    turn = first_turn(client, session.id)
+    wait_for(lambda: turn_status(client, session.id, turn.id) == "failed", timeout=40)
+    failed = client.beta.agents.sessions.turns.retrieve(turn.id, session_id=session.id)
+    assert "Required MCP server 'down' did not connect" in failed.model_extra["x_agents_core"]["error"]["message"]
 
 
 def test_sdk_stream_helper_with_tool_handlers_on_claude_code(client, claude, tmp_path):

@@ -15,12 +15,14 @@ from runtime.harnesses.claude_code.driver import (
     ClaudeCodeDriver,
     ClaudeCodeUnavailable,
     Provider,
+    check_inventory,
     find_claude,
     permission_callback,
     result_content,
     sdk_options,
 )
 from runtime.harnesses.claude_code.functions import FunctionsServer
+from runtime.harnesses.common import AdapterError
 from runtime.protocol import TurnChannel
 from tests.unit.claude_code_replay import ReplayClient, recorded
 
@@ -215,7 +217,8 @@ def test_a_required_mcp_server_that_fails_to_connect_fails_the_start_an_optional
     def server(label, required):
         return {"type": "mcp", "server_label": label, "required": required, "allowed_tools": None,
                 "transport": {"type": "http", "server_url": "https://mcp.example/", "headers": {}}}
-    status = {"mcpServers": [{"name": "docs", "status": "failed", "error": "connection refused"}]}
+    status = {"mcpServers": [{"name": "docs", "status": "failed", "error": "connection refused",
+                              "config": {"type": "http", "url": "https://mcp.example/"}}]}
     d = driver("fail", mcp_status=status)
     _, _, rec = run(d, start_message(tools=[FN, server("docs", True)]))
     failed = rec.wait("turn.failed")
@@ -223,6 +226,35 @@ def test_a_required_mcp_server_that_fails_to_connect_fails_the_start_an_optional
     d2 = driver("fail", mcp_status=status)
     _, _, rec2 = run(d2, start_message(tools=[FN, server("docs", False)], turn_id="turn_2"))
     assert "unavailable today" in rec2.wait("turn.failed")["error"]["message"]  # the Turn ran on
+
+
+@pytest.mark.parametrize(("tools", "error"), [
+    ([{"name": "a.b"}, {"name": "c"}], None),
+    ([{"name": "a.b"}, {"name": "a_b"}], "MCP server 'docs' tools 'a.b' and 'a_b' collide as 'a_b' in Claude Code."),
+    (None, "MCP server 'docs' reported no static tool inventory."),
+])
+def test_connected_servers_need_a_static_inventory_without_normalized_collisions(tools, error):
+    if error is None:
+        check_inventory("docs", tools)
+    else:
+        with pytest.raises(AdapterError) as err:
+            check_inventory("docs", tools)
+        assert str(err.value) == error
+
+
+def test_a_connected_server_keeps_its_declared_url_and_headers_blank_authorization_when_anonymous(driver):
+    declared = {"type": "mcp", "server_label": "docs", "required": True, "allowed_tools": None,
+                "transport": {"type": "http", "server_url": "https://mcp.example/", "headers": {"X-Team": "a"}}}
+    loaded = {"type": "http", "url": "https://mcp.example/", "headers": {"X-Team": "a", "Authorization": ""}}
+    status = {"mcpServers": [{"name": "docs", "status": "connected", "config": loaded, "tools": [{"name": "q"}]}]}
+    d = driver("fail", mcp_status=status)
+    _, _, rec = run(d, start_message(tools=[FN, declared]))
+    assert "unavailable today" in rec.wait("turn.failed")["error"]["message"]  # started: the Turn ran
+    changed = {"mcpServers": [{**status["mcpServers"][0], "config": {**loaded, "headers": {"X-Team": "b"}}}]}
+    d2 = driver("fail", mcp_status=changed)
+    _, _, rec2 = run(d2, start_message(tools=[FN, declared], turn_id="turn_2"))
+    assert rec2.wait("turn.failed")["error"]["message"] == (
+        "Declared MCP server 'docs' changed 'headers' in the configuration Claude Code loaded.")
 
 
 def test_sdk_options_none_profile_private_config_dir_and_scripted_provider(tmp_path):

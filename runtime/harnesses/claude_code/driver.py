@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import pathlib
+import re
 import subprocess
 import threading
 import uuid
@@ -45,6 +46,7 @@ log = logging.getLogger("runtime.claude_code")
 warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
 
 START_TIMEOUT = 60.0
+MCP_CONNECT_TIMEOUT = 30.0
 STRUCTURED_OUTPUT = "StructuredOutput"
 FUNCTION_PREFIX = f"mcp__{adapter.FUNCTIONS_SERVER}__"
 # Only loopback traffic to the model provider: no telemetry, error reports, update checks or other
@@ -142,6 +144,32 @@ def permission_callback(allowed: list[str], servers: set[str]) -> Any:
                 return PermissionResultDeny(message=f"{name} is not among the Session's allowed tools.")
         return PermissionResultAllow()
     return decide
+
+
+def check_declared(label: str, declared: dict[str, Any], loaded: Optional[dict[str, Any]]) -> None:
+    """The server Claude Code connected is the declared one: URL or command and args, headers unchanged."""
+    if loaded is None:
+        return  # an older CLI that does not echo the configuration
+    for key in ("url", "headers", "command", "args"):
+        if key in declared and key in loaded and loaded[key] != declared[key]:
+            raise AdapterError(f"Declared MCP server '{label}' changed '{key}' in the configuration Claude Code "
+                               "loaded.")
+
+
+def check_inventory(label: str, tools: Optional[list[dict[str, Any]]]) -> None:
+    """"Claude accepts ... any tool name (the native client normalizes it, and the adapter rejects
+    normalized collisions), and requires static inventories": the tools a server listed when it connected
+    are its inventory, and no two of them may reach the model under one normalized name."""
+    if tools is None:
+        raise AdapterError(f"MCP server '{label}' reported no static tool inventory.")
+    seen: dict[str, str] = {}
+    for tool in tools:
+        name = str(tool.get("name", ""))
+        normalized = re.sub(r"[^a-zA-Z0-9_-]", "_", name)
+        if normalized in seen and seen[normalized] != name:
+            raise AdapterError(f"MCP server '{label}' tools '{seen[normalized]}' and '{name}' collide as "
+                               f"'{normalized}' in Claude Code.")
+        seen[normalized] = name
 
 
 def query_message(items: list[dict[str, Any]]) -> Any:
@@ -307,20 +335,30 @@ class ClaudeSession:
 
     async def _check_servers(self, client: Any, start: dict[str, Any]) -> None:
         """"As locally, Claude runs on without the tools of an optional server that did not connect;
-        a required one fails the start." """
+        a required one fails the start." Servers connect after the CLI starts: wait (bounded) until
+        none of the declared ones is pending. A connected server keeps the URL or command and the
+        headers it was declared with, and has a static inventory."""
         declared = {t["server_label"]: t for t in tools_of(start, "mcp")}
         if not declared:
             return
-        status = await client.get_mcp_status()
-        for server in (status or {}).get("mcpServers") or []:
-            tool = declared.get(server.get("name"))
-            if tool is None or server.get("status") == "connected":
+        native = adapter.options(start)["mcpServers"]
+        deadline = asyncio.get_running_loop().time() + MCP_CONNECT_TIMEOUT
+        while True:
+            status = {s.get("name"): s for s in ((await client.get_mcp_status()) or {}).get("mcpServers") or []}
+            waiting = [label for label in declared if (status.get(label) or {}).get("status") == "pending"]
+            if not waiting or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        for label, tool in declared.items():
+            server = status.get(label) or {"status": "missing"}
+            if server.get("status") == "connected":
+                check_declared(label, native[label], server.get("config"))
+                check_inventory(label, server.get("tools"))
                 continue
             reason = server.get("error") or server.get("status")
             if tool.get("required"):
-                raise AdapterError(f"Required MCP server '{tool['server_label']}' did not connect: {reason}")
-            log.warning("optional MCP server '%s' did not connect (%s): running without it",
-                        tool["server_label"], reason)
+                raise AdapterError(f"Required MCP server '{label}' did not connect: {reason}")
+            log.warning("optional MCP server '%s' did not connect (%s): running without it", label, reason)
 
     async def stop(self) -> None:
         if self._stop is not None:
@@ -477,7 +515,7 @@ class ClaudeTurn(TurnHandle):
             if message.parent_tool_use_id is None:
                 self._assistant(message)
         elif isinstance(message, UserMessage):
-            if message.parent_tool_use_id is None and isinstance(message.content, list):
+            if isinstance(message.content, list):  # a Subagent's result of a caller function counts too
                 self._tool_results(message.content)
         elif isinstance(message, ResultMessage):
             self.session.save(message.session_id)
