@@ -1,8 +1,8 @@
 """Harness drivers: where each Harness ends and the Runtime protocol begins.
 
 Each Harness has its own home here: `scripted/` (the reference harness), `codex/` (`codex app-server`),
-`claude_code/` and `minimax_code/` (configuration translation; served by impersonation until their
-drivers exist). A driver opens or resumes the native thread of a Session from its frozen snapshot, runs
+`claude_code/` (the Claude Agent SDK and its bundled CLI) and `minimax_code/` (configuration translation
+only: MiniMax Code cannot be installed here, so it is served by impersonation). A driver opens or resumes the native thread of a Session from its frozen snapshot, runs
 a Turn, delivers a function result, steers and cancels; it reports what the Harness observably did
 through the Turn's `TurnChannel` (runtime/protocol.py). Core adds no second loop: the Harness runs the
 model and tool loop.
