@@ -308,10 +308,12 @@ class ClaudeSession:
         self.client = client
         connected.set_result(client)
         reader = asyncio.ensure_future(self._read(client))
+        stopping = asyncio.ensure_future(stop.wait())
         try:
-            await asyncio.wait([reader, asyncio.ensure_future(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([reader, stopping], return_when=asyncio.FIRST_COMPLETED)
         finally:
             reader.cancel()
+            stopping.cancel()
             self.client = None
             try:
                 await client.disconnect()
@@ -452,6 +454,8 @@ class ClaudeTurn(TurnHandle):
             return
         await self._query(client, query_message(self.start.get("input") or []))
         self.querying = True
+        if self.cancel_requested:  # cancelled while the query was being sent
+            await self._cancel()
         await self.finished.wait()
 
     async def _query(self, client: Any, content: Any) -> None:
