@@ -9,6 +9,7 @@ the running stack wrote. Nothing else.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -276,3 +277,26 @@ def test_the_readme_errors_section_states_the_enforced_limits():
             f"{limits.METADATA_MAX_VALUE} characters") in rows["metadata"]
     assert "`x-should-retry: false`" in errors and '"error": {"message"' in errors
 
+
+
+def test_the_readme_event_shapes_are_the_documented_ones_and_a_message_starts_a_turn(local_stack, readme_runtime):
+    import jsonschema
+    import yaml
+
+    block = json.loads(code_blocks(section("## API surface").replace("\n  ", "\n"), "json")[0])
+    document = yaml.safe_load((ROOT / "openapi.yaml").read_text())
+    jsonschema.validate(block, {"$ref": "#/components/schemas/EventBatch", "components": document["components"]})
+    assert [e["type"] for e in block["events"]] == [
+        "agent.session.input.message", "agent.session.input.tool_result", "agent.session.input.cancel"]
+    client = OpenAI(base_url=local_stack["base_url"], api_key=local_stack["api_key"], max_retries=0,
+                    _strict_response_validation=True)
+    idle = client.beta.agents.sessions.create(environment={"type": "self_hosted", "workspace_directory": "/work"},
+                                              agent={"model": "gpt-5"})
+    client.beta.agents.sessions.events.create(idle.id, events=[block["events"][0]])
+    end = time.time() + 30
+    while client.beta.agents.sessions.retrieve(idle.id).status != "idle" or \
+            len(client.beta.agents.sessions.items.list(idle.id).data) < 2:
+        assert time.time() < end, "the message started no Turn that ended"
+        time.sleep(0.1)
+    items = client.beta.agents.sessions.items.list(idle.id, order="asc").data
+    assert items[-1].role == "assistant" and items[-1].content[0].text == "Hi"
