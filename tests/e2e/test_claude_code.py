@@ -197,6 +197,19 @@ def test_deferred_function_loads_through_tool_search(client, claude):
     assert "mcp__functions__get_weather" in tool_names(sent[-1])
 
 
+def test_a_result_with_an_inline_png_reaches_the_model_as_an_image(client, claude):
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+    session = create(client, "call get_weather {}\nsay Chart seen.")
+    action = pending(client, session.id)
+    client.beta.agents.sessions.events.create(session.id, events=[result(action, output=[
+        {"type": "input_text", "text": "chart"}, {"type": "input_image", "image_url": f"data:image/png;base64,{png}"}])])
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed", timeout=30)
+    back = tool_results(requests_of(claude, "Chart seen.")[-1])[-1]["content"]
+    assert back[0]["text"].rstrip("\n") == "chart"
+    image = [p for p in back if p["type"] == "image"][0]
+    assert image["source"]["media_type"] == "image/png" and image["source"]["data"]
+
+
 def test_cancel_while_a_call_is_pending_abandons_it_and_a_late_result_conflicts(client, claude):
     session = create(client, "call get_weather {}\nsay never")
     action = pending(client, session.id)
