@@ -213,6 +213,14 @@ def test_steering_is_a_mid_turn_query(driver):
     rec.wait("turn.completed")
 
 
+def test_steering_that_arrives_while_the_process_starts_follows_the_first_query(driver):
+    d = driver("fail")
+    handle, _, rec = run(d, start_message())
+    handle.steer({"role": "user", "content": [{"type": "input_text", "text": "early"}]})
+    rec.wait("turn.failed")
+    assert ReplayClient.instances[0].queries == ["weather?", "early"]
+
+
 def test_a_required_mcp_server_that_fails_to_connect_fails_the_start_an_optional_one_is_dropped(driver):
     def server(label, required):
         return {"type": "mcp", "server_label": label, "required": required, "allowed_tools": None,

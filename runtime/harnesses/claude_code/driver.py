@@ -435,6 +435,7 @@ class ClaudeTurn(TurnHandle):
         self.querying = False
         self.last_error: Optional[str] = None
         self.finished = asyncio.Event()
+        self._early: list[dict[str, Any]] = []  # steering that arrived before the first query went out
 
     # -- Core -> Harness (called from the Runtime's thread) -----------------------------------------
     def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
@@ -454,6 +455,9 @@ class ClaudeTurn(TurnHandle):
             return
         await self._query(client, query_message(self.start.get("input") or []))
         self.querying = True
+        for item in self._early:  # steering that arrived while the process started
+            await self._query(client, query_message([item]))
+        self._early.clear()
         if self.cancel_requested:  # cancelled while the query was being sent
             await self._cancel()
         await self.finished.wait()
@@ -477,8 +481,11 @@ class ClaudeTurn(TurnHandle):
         call.future.set_result(result)
 
     async def _steer(self, item: dict[str, Any]) -> None:
+        if not self.querying:
+            self._early.append(item)
+            return
         client = self.session.client
-        if self.done or client is None or not self.querying:
+        if self.done or client is None:
             return
         await self._query(client, query_message([item]))
 
