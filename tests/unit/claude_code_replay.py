@@ -25,7 +25,8 @@ class ReplayClient:
 
     instances: list[ReplayClient] = []
 
-    def __init__(self, scenario: str, options: Any, mcp_status: dict[str, Any] | None = None):
+    def __init__(self, scenario: str, options: Any, mcp_status: dict[str, Any] | None = None,
+                 connect_seconds: float = 0.0):
         self.scenario = RECORDED[scenario]
         self.options = options
         self.mcp_status = mcp_status or {"mcpServers": []}
@@ -35,6 +36,7 @@ class ReplayClient:
         self.out: asyncio.Queue[Any] = asyncio.Queue()
         self.bridge: SdkMcpBridge | None = None
         self.disconnected = False
+        self.connect_seconds = connect_seconds  # how long the native process takes to start
         ReplayClient.instances.append(self)
 
     @classmethod
@@ -42,6 +44,7 @@ class ReplayClient:
         return lambda options: cls(scenario, options, **kwargs)
 
     async def connect(self) -> None:
+        await asyncio.sleep(self.connect_seconds)
         server = (self.options.mcp_servers.get("functions") or {}).get("instance")
         if server is not None:
             self.bridge = SdkMcpBridge("functions", server)

@@ -214,7 +214,7 @@ def test_steering_is_a_mid_turn_query(driver):
 
 
 def test_steering_that_arrives_while_the_process_starts_follows_the_first_query(driver):
-    d = driver("fail")
+    d = driver("fail", connect_seconds=0.3)
     handle, _, rec = run(d, start_message())
     handle.steer({"role": "user", "content": [{"type": "input_text", "text": "early"}]})
     rec.wait("turn.failed")
