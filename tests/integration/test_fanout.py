@@ -1,0 +1,48 @@
+"""Fan-out claims a commit for a page of subscribers in transactions of up to 100 conditional writes;
+when one condition fails (a subscriber already had the commit, or left), the page falls back to
+claims one by one, so every subscriber gets each commit exactly once."""
+
+from agents_core import live, runtimes
+from agents_core.aws import default_messenger
+from tests.integration.conftest import sdk
+from tests.integration.stack_fixtures import stack  # noqa: F401 - fixtures
+from tests.integration.test_live import Subscriber, idle_session
+
+EVENT = {"type": "agent.session.idle", "event_id": "evt_fanout", "session": {}}
+
+
+def subscribers(stack, key, session_id, count):
+    subs = [Subscriber(stack, key) for _ in range(count)]
+    for sub in subs:
+        sub.subscribe(session_id)
+    return subs
+
+
+def got(sub):
+    return [m for m in sub.messages if m.get("event_id") == "evt_fanout"]
+
+
+def test_every_subscriber_of_several_claim_transactions_gets_the_commit_once(stack):
+    from agents_core.apikeys import create_key
+
+    key = create_key(stack.store, "tenant-a")
+    session = idle_session(sdk(stack.http, key))
+    subs = subscribers(stack, key, session.id, 230)  # three claim transactions
+    store, messenger = stack.store, default_messenger()
+    assert live.fanout(store, messenger, "tenant-a", session.id, 1_000, [EVENT]) == 230
+    assert live.fanout(store, messenger, "tenant-a", session.id, 1_000, [EVENT]) == 0  # a redelivered batch
+    assert all(len(got(sub)) == 1 for sub in subs)
+
+
+def test_a_subscriber_that_already_had_the_commit_sends_its_page_to_claims_one_by_one(stack):
+    from agents_core.apikeys import create_key
+
+    key = create_key(stack.store, "tenant-a")
+    session = idle_session(sdk(stack.http, key))
+    subs = subscribers(stack, key, session.id, 5)
+    store = stack.store
+    store.transact(store.new_transaction().update(
+        runtimes.conn_key(subs[2].connection_id, f"SUB#{session.id}"), "SET delivered_seq = :s", values={":s": 2_000}))  # it got commit 2,000 from an earlier, interrupted delivery
+    store.delete(runtimes.conn_key(subs[4].connection_id, f"SUB#{session.id}"))  # it left meanwhile
+    assert live.fanout(store, default_messenger(), "tenant-a", session.id, 2_000, [EVENT]) == 3
+    assert [len(got(sub)) for sub in subs] == [1, 1, 0, 1, 0]
