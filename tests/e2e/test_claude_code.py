@@ -247,7 +247,7 @@ def test_steering_joins_the_running_turn_and_fail_fails_the_next(client, claude)
 def test_steering_while_the_model_runs_is_answered_in_the_same_turn(client, claude):
     # No call to fold it into: Claude Code answers the steered message in a native turn of its own, and the
     # Turn ends only with the result that took it in.
-    session = create(client, "sleep 1.5\nsay first reply")
+    session = create(client, "sleep 2.5\nsay first reply")  # time for the steer to arrive mid-request
     turn = first_turn(client, session.id)
     wait_for(lambda: requests_of(claude, "first reply"), timeout=30)
     client.beta.agents.sessions.events.create(session.id, events=[message("say second reply")])
