@@ -14,6 +14,7 @@ import pytest
 from runtime.harnesses.claude_code.driver import (
     ClaudeCodeDriver,
     ClaudeCodeUnavailable,
+    ClaudeTurn,
     Provider,
     check_inventory,
     find_claude,
@@ -317,3 +318,62 @@ def test_permission_callback_refuses_tools_outside_a_servers_allowed_tools():
 def test_result_content_is_the_admitted_result_unchanged_images_only_on_success(result, expected):
     assert result_content(result) == expected
 
+
+
+class _Session:
+    """The part of a ClaudeSession a Turn's message handling touches."""
+
+    def __init__(self):
+        self.saved: list[str] = []
+
+    def save(self, native: str) -> None:
+        self.saved.append(native)
+
+
+def structured_turn(*messages):
+    rec = Recorder()
+    start = start_message(schema=SCHEMA)
+    turn = ClaudeTurn(_Session(), start, TurnChannel(start, rec, heartbeat_seconds=30))  # type: ignore[arg-type]
+    for message in messages:
+        turn.on_message(message)
+    return turn, rec
+
+
+def _use(block_id):
+    from claude_agent_sdk import AssistantMessage, ToolUseBlock
+
+    return AssistantMessage(content=[ToolUseBlock(id=block_id, name="StructuredOutput", input={"t": block_id})],
+                            model="m", message_id=f"msg_{block_id}")
+
+
+def _back(block_id, error):
+    from claude_agent_sdk import ToolResultBlock, UserMessage
+
+    return UserMessage(content=[ToolResultBlock(tool_use_id=block_id, content="x", is_error=error)])
+
+
+def _result(text, subtype="success", is_error=False):
+    from claude_agent_sdk import ResultMessage
+
+    return ResultMessage(subtype=subtype, duration_ms=1, duration_api_ms=1, is_error=is_error, num_turns=1,
+                         session_id="native", result=text, structured_output={"t": "parsed"})
+
+
+def test_an_unvalidated_structured_retry_never_becomes_the_answer():
+    _, rec = structured_turn(_use("toolu_a"), _back("toolu_a", True), _use("toolu_b"), _back("toolu_b", None),
+                             _result('{"t": "toolu_b"}'))
+    done = [m["item"] for m in rec.sent if m["action"] == "turn.item.done"]
+    assert [(d["id"], d["content"][0]["text"]) for d in done] == [("toolu_b", '{"t": "toolu_b"}')]
+    assert rec.actions()[-1] == "turn.completed"
+
+
+def test_a_cancelled_structured_candidate_never_becomes_the_answer():
+    turn, rec = structured_turn(_use("toolu_a"))
+    turn.cancel_requested = True
+    turn.on_message(_result(None, subtype="error_during_execution", is_error=True))
+    assert rec.actions() == ["turn.cancelled"]
+
+
+def test_only_unvalidated_candidates_fail_the_result():
+    _, rec = structured_turn(_use("toolu_a"), _back("toolu_a", True), _result('{"t": "toolu_a"}'))
+    assert rec.actions() == ["turn.failed"]
