@@ -282,6 +282,9 @@ def test_sdk_options_none_profile_private_config_dir_and_scripted_provider(tmp_p
     assert options.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert options.setting_sources == [] and options.cwd == str(tmp_path / "w")
     assert "StructuredOutput" not in options.allowed_tools  # native, never a caller function
+    assert options.effort is None
+    start["agent"]["reasoning"] = {"effort": "high", "summary": None}
+    assert sdk_options(start, Provider("scripted"), None, config_dir=tmp_path, cwd=tmp_path, binary="x").effort == "high"
 
 
 def test_sdk_options_real_provider_keeps_the_key_from_the_environment_and_workspace_cwd(tmp_path):

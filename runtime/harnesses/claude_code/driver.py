@@ -47,6 +47,7 @@ warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
 
 START_TIMEOUT = 60.0
 MCP_CONNECT_TIMEOUT = 30.0
+NATIVE_EFFORTS = ("low", "medium", "high", "xhigh", "max")  # the SDK's EffortLevel
 STRUCTURED_OUTPUT = "StructuredOutput"
 FUNCTION_PREFIX = f"mcp__{adapter.FUNCTIONS_SERVER}__"
 # Only loopback traffic to the model provider: no telemetry, error reports, update checks or other
@@ -128,6 +129,9 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
         "stderr": lambda line: log.debug("claude: %s", line)}
     if "outputFormat" in native:
         kwargs["output_format"] = native["outputFormat"]
+    effort = (start["agent"].get("reasoning") or {}).get("effort")
+    if effort in NATIVE_EFFORTS:  # other levels keep the native default: the Harness owns model policy
+        kwargs["effort"] = effort
     return ClaudeAgentOptions(**kwargs)
 
 
