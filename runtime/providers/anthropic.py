@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 VERBS = ("say", "answer", "call", "parallel", "sleep", "fail")
 TOOL_SEARCH = "ToolSearch"
 STRUCTURED_OUTPUT = "StructuredOutput"
-STEERED = re.compile(r"The user sent (?:a )?new message[^:\n]*:\n(.*?)(?:\n\nThis is how Claude Code surfaces.*)?$", re.S)
+STEERED = re.compile(r"The user sent (?:a )?new message[^:\n]*:\n(.*?)"
+                     r"(?:\n\nThis is how Claude Code surfaces.*|\s*</system-reminder>\s*)?$", re.S)
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -51,11 +52,11 @@ def _texts(content: Any) -> list[str]:
 def _script_text(text: str) -> Optional[str]:
     """The script in a user text, or None for text Claude Code adds itself (system reminders, commands)."""
     stripped = text.strip()
-    if not stripped or stripped.startswith(("<system-reminder>", "<command-", "<local-command", "Caveat:")):
-        return None
     steered = STEERED.search(stripped)
     if steered:
         return steered.group(1).strip()
+    if not stripped or stripped.startswith(("<system-reminder>", "<command-", "<local-command", "Caveat:")):
+        return None
     return stripped
 
 
@@ -99,7 +100,8 @@ def conversation_state(body: dict[str, Any]) -> State:
                         state = State(found.group(1).strip())
             elif block.get("type") == "text":
                 found_script = _script_text(block.get("text", ""))
-                if found_script is not None and results and found_script.split(" ", 1)[0] not in VERBS:
+                own_note = results and not STEERED.search(block.get("text", ""))
+                if found_script is not None and own_note and found_script.split(" ", 1)[0] not in VERBS:
                     continue  # beside a tool result, Claude Code's own note ("Tool loaded.")
                 if found_script is not None:
                     state = State(found_script)

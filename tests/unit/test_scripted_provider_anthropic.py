@@ -89,6 +89,14 @@ def test_steering_inside_a_tool_result_replaces_the_script():
     assert blocks == [{"type": "text", "text": "steered answer"}]
 
 
+def test_a_steered_message_in_its_own_system_reminder_is_the_script():
+    steered = {"type": "text", "text": "<system-reminder>\nThe user sent a new message while you were working:\n"
+                                       "say late steer\n</system-reminder>"}
+    turn = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok\n"}, steered]}
+    _, blocks, _ = plan_blocks(body("call get_weather {}\nsay not steered", [FN], tool_use("t1", FN["name"]), turn))
+    assert blocks == [{"type": "text", "text": "late steer"}]
+
+
 def test_the_provider_streams_sse_logs_every_request_and_fail_is_an_http_error(tmp_path):
     log = tmp_path / "provider.jsonl"
     provider = ScriptedProvider(log_path=str(log)).start()
