@@ -142,7 +142,7 @@ class WebSocketGateway:
         else:
             with self._lock:
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ws-concurrent")
+                    self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="ws-concurrent")
                     self._rng = random.Random(self.seed)  # noqa: S311 - test jitter, not security
                 delay = self._rng.uniform(0, 0.004)  # type: ignore[union-attr]
             self._pool.submit(self._later, conn, number, body, delay)
@@ -261,6 +261,25 @@ class WebSocketGateway:
             return False
         self.disconnect(connection_id)
         return True
+
+
+class ChunkJoiner:
+    """Joins Core's `chunk` messages (one message over 128 KB, split by Core's Messenger) back into the
+    message's JSON text, for the local SSE bridge (an SSE stream has no 128 KB quota)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, dict[int, str]] = {}
+
+    def feed(self, text: str) -> Optional[str]:
+        if not text.startswith('{"type":"chunk"'):
+            return text
+        message = json.loads(text)
+        held = self._parts.setdefault(str(message["id"]), {})
+        held[int(message["part"])] = message["data"]
+        if len(held) < int(message["parts"]):
+            return None
+        del self._parts[str(message["id"])]
+        return "".join(held[i] for i in range(len(held)))
 
 
 def uvicorn_protocol() -> Any:

@@ -17,6 +17,7 @@ from .harnesses import HarnessDriver
 from .router import Runtime
 
 log = logging.getLogger("runtime")
+FRAME_CHARS = 32_000  # json.dumps writes ASCII: characters are bytes, each frame within 32 KB
 
 
 class RuntimeClient:
@@ -33,10 +34,14 @@ class RuntimeClient:
         self.fatal: str | None = None  # why the Runtime cannot run (a refused token): the process exits
 
     def send(self, message: dict[str, Any]) -> None:
+        text = json.dumps(message)
+        # API Gateway closes a connection on a frame over 32 KB: a longer message goes in several frames.
+        data: Any = text if len(text) <= FRAME_CHARS else [text[i:i + FRAME_CHARS]
+                                                           for i in range(0, len(text), FRAME_CHARS)]
         with self._send_lock:
             if self._socket is None:
                 raise ConnectionError("not connected")
-            self._socket.send(json.dumps(message))
+            self._socket.send(data)
 
     def run_forever(self) -> None:
         backoff = 0.2

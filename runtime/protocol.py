@@ -22,7 +22,7 @@ log = logging.getLogger("runtime")
 MAX_MESSAGE_BYTES = 127 * 1024
 MAX_BATCH = 100  # observations in one turn.batch (Core's limit)
 DELTA_CHARS = 32_000  # a text delta longer than this goes as several deltas
-WINDOW = 64  # observations of one Turn sent and not yet acknowledged before emit waits for Core
+WINDOW = 16  # observations of one Turn sent and not yet acknowledged before emit waits for Core
 RESEND_SECONDS = 5.0  # unacknowledged observations older than this are sent again (Core drops duplicates)
 LINGER_SECONDS = 60.0  # after the Turn's end, how long unacknowledged observations are still resent
 

@@ -51,10 +51,11 @@ def error_for(raw, turn_id, param, timeout=3.0):
 
 # ---- case 2: a chatty Turn beside a waiting Turn -------------------------------------------------
 
-@pytest.mark.parametrize("delivery", ["ordered", "concurrent"])
-def test_a_chatty_turn_of_1000_items_beside_a_waiting_turn_on_the_same_runtime_both_finish(client, stack,
-                                                                                            delivery):
-    stack.ws.delivery = delivery
+def test_a_chatty_turn_of_1000_items_beside_a_waiting_turn_on_the_same_runtime_both_finish(client, stack):
+    """As `make dev` delivers a connection's messages (one at a time, in order, the sender never
+    waiting): the reference Runtime keeps at most a window of observations unacknowledged, so the
+    waiting Turn's heartbeats never queue behind more than that."""
+    stack.ws.delivery = "ordered"
     stack.connect_runtime(create_runtime_token(stack.store, "shared"), ["scripted"])
     waiting = session_with(client, "call get_weather {}\nsay done waiting")
     action = pending(client, waiting.id)
@@ -72,8 +73,6 @@ def test_a_chatty_turn_of_1000_items_beside_a_waiting_turn_on_the_same_runtime_b
     assert len(items) == 1001  # the script and its 1000 messages, none lost or doubled
     assert [i.content[0].text for i in items[1:]] == [f"line {i}" for i in range(1000)]
     assert client.beta.agents.sessions.retrieve(waiting.id).status == "idle"
-    if delivery == "concurrent":
-        assert stack.ws.reordered > 0  # messages really were handled out of order
 
 
 # ---- case 2: deterministic failures are answered at once -----------------------------------------

@@ -352,11 +352,18 @@ def _heartbeat(store: DynamoStore, workflow: Workflow, connection_id: str, route
         return "ignored"
     if item.get("task_token") and not item.get("closing"):
         workflow.heartbeat(item["task_token"])
+    marked = False
     for o in observations:
         if o.seq and o.seq > int(item.get("obs_seq", 0)):
             store.put({**_obs_key(tenant, session_id, turn_id, o.seq), "kind": "observation", "turn_id": turn_id,
                        "seq": o.seq, "action": "turn.heartbeat", "ttl": now() + 86400})
-    if int(item.get("buffered", 0)) > 0:  # observations wait behind this seq: apply them now
+            marked = True
+    if marked:  # read again after the marker is down: an observation buffered meanwhile must not wait for it
+        item = store.get(engine.turn_key(tenant, session_id, turn_id)) or item
+        for o in observations:  # a resent heartbeat whose place was taken meanwhile leaves no marker behind
+            if o.seq and o.seq <= int(item.get("obs_seq", 0)):
+                store.delete(_obs_key(tenant, session_id, turn_id, o.seq))
+    if marked and int(item.get("buffered", 0)) > 0:  # observations wait behind this seq: apply them now
         while _drain_more(store, workflow, messenger, connection_id, route).result == "more":
             pass
     return "applied"
