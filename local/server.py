@@ -195,7 +195,9 @@ class LocalStack:
         self.api_key = create_key(default_store(), config.tenant, config.api_key)
         self.runtime_token = create_runtime_token(default_store(), "local")
         self._serve(self._http_app(), sockets["http_port"])
-        self._serve(self._ws_app(), sockets["ws_port"])
+        # API Gateway's quotas: 32 KB frames, 128 KB messages (a larger one closes the connection, 1009).
+        self._serve(self._ws_app(), sockets["ws_port"], ws=websocket.uvicorn_protocol(),
+                    ws_max_size=websocket.MAX_MESSAGE_BYTES)
         info = {
             "base_url": f"http://127.0.0.1:{config.http_port}/v1",
             "dashboard_url": f"http://127.0.0.1:{config.http_port}/",
@@ -207,6 +209,8 @@ class LocalStack:
         if config.start_runtime:
             self._start_runtimes(info)
         config.stack_file.parent.mkdir(parents=True, exist_ok=True)
+        config.stack_file.touch(mode=0o600)
+        config.stack_file.chmod(0o600)  # it holds the dev API key and the Runtime token
         config.stack_file.write_text(json.dumps(info, indent=2))
         info["startup_seconds"] = round(time.perf_counter() - self.started_at, 2)
         self.info = info
@@ -235,12 +239,12 @@ class LocalStack:
             self.native_runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603
         info["native_harnesses"] = list(config.native_harnesses)
 
-    def _serve(self, app: Any, sock: socket.socket) -> None:
+    def _serve(self, app: Any, sock: socket.socket, **options: Any) -> None:
         import uvicorn
 
         port = sock.getsockname()[1]
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                               lifespan="off", ws_max_size=2**22))
+                                               lifespan="off", **{"ws_max_size": 2**22, **options}))
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True,
                                   name=f"uvicorn-{port}")
         thread.start()
@@ -259,6 +263,8 @@ class LocalStack:
         from starlette.requests import Request
         from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
         from starlette.routing import Route
+
+        from .websocket import ChunkJoiner
 
         gateway, ws = self.http, self.ws
         dashboard = ROOT / "dashboard" / "index.html"
@@ -287,6 +293,8 @@ class LocalStack:
                 return Response(json.dumps({"error": first.get("error")}).encode(), status_code=404,
                                 headers={"content-type": "application/json", "x-should-retry": "false"})
 
+            chunks = ChunkJoiner()
+
             async def stream() -> Any:
                 try:
                     yield ": subscribed\n\n"
@@ -296,10 +304,14 @@ class LocalStack:
                         except TimeoutError:
                             yield ": keep-alive\n\n"
                             continue
+                        text = chunks.feed(text)  # an event over 128 KB arrives in chunks
+                        if text is None:
+                            continue
                         kind = json.loads(text).get("type", "message")
                         yield f"event: {kind}\ndata: {text}\n\n"
-                finally:
-                    await run_in_threadpool(ws.disconnect, connection_id)
+                finally:  # not awaited: a client that went away cancels this generator, and the
+                    # subscriber must still be unlisted
+                    loop.run_in_executor(None, ws.disconnect, connection_id)
 
             return StreamingResponse(stream(), media_type="text/event-stream",
                                      headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
@@ -350,8 +362,11 @@ class LocalStack:
                 future = asyncio.run_coroutine_threadsafe(websocket.send_text(text), loop)
                 future.result(timeout=10)
 
+            def close(code: int) -> None:  # the gateway closes the socket (1009: over API Gateway's quota)
+                asyncio.run_coroutine_threadsafe(websocket.close(code=code), loop)
+
             connection_id = await run_in_threadpool(ws.connect, send, dict(websocket.headers),
-                                                    dict(websocket.query_params))
+                                                    dict(websocket.query_params), close)
             if connection_id is None:
                 await websocket.close(code=1008)  # API Gateway answers the handshake with 401/403
                 return
@@ -359,7 +374,7 @@ class LocalStack:
             try:
                 while True:
                     text = await websocket.receive_text()
-                    await run_in_threadpool(ws.message, connection_id, text)
+                    await run_in_threadpool(ws.receive, connection_id, text)
             except WebSocketDisconnect as exc:
                 await run_in_threadpool(ws.disconnect, connection_id, exc.code)
             except Exception:  # noqa: BLE001 - any socket failure is a disconnect

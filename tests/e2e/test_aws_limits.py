@@ -1,0 +1,108 @@
+"""Issue 13 on the real local stack (`make dev`): API Gateway's WebSocket quotas on real sockets (a
+frame over 32 KB or a message over 128 KB closes the connection with 1009), a 300 KB tool result
+reaching the Runtime process in chunks, an SSE subscriber unlisted once its client goes away, and a
+stack file only its owner can read."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+
+import httpx2
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from tests.e2e.conftest import aws_client
+
+FN = {"type": "function", "name": "get_weather", "description": "Weather",
+      "parameters": {"type": "object", "properties": {}}}
+
+
+def runtime_socket(info):
+    socket = connect(info["websocket_url"], additional_headers={"Authorization": f"Bearer {info['runtime_token']}"},
+                     max_size=2**22)
+    socket.send(json.dumps({"action": "runtime.hello", "harnesses": []}))  # any message; the answer is an error
+    socket.recv(timeout=10)
+    return socket
+
+
+def closed_with(socket) -> int:
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            socket.recv(timeout=10)
+    return closed.value.rcvd.code if closed.value.rcvd else -1
+
+
+def test_a_frame_over_32_kb_closes_the_connection_with_1009(local_stack):
+    socket = runtime_socket(local_stack)
+    socket.send(json.dumps({"action": "turn.heartbeat", "pad": "p" * 40_000}))  # one frame
+    assert closed_with(socket) == 1009
+
+
+def test_a_message_over_128_kb_in_small_frames_closes_the_connection_with_1009(local_stack):
+    socket = runtime_socket(local_stack)
+    text = json.dumps({"action": "turn.heartbeat", "pad": "p" * 140_000})
+    socket.send([text[i:i + 30_000] for i in range(0, len(text), 30_000)])  # frames within 32 KB
+    assert closed_with(socket) == 1009
+
+
+def test_a_message_over_32_kb_in_small_frames_reaches_core(local_stack):
+    socket = runtime_socket(local_stack)
+    text = json.dumps({"action": "turn.heartbeat", "pad": "p" * 100_000})
+    socket.send([text[i:i + 30_000] for i in range(0, len(text), 30_000)])
+    answer = json.loads(socket.recv(timeout=10))
+    assert answer["type"] == "error" and answer["error"]["param"] == "tenant"  # Core read it and answered
+    socket.close()
+
+
+def test_a_300_kb_tool_result_reaches_the_runtime_process_through_the_gateway(client):
+    session = client.beta.agents.sessions.create(
+        environment={"type": "none"}, input="call get_weather {}\nsay done",
+        agent={"model": "gpt-5", "tools": [FN]}, extra_body={"x_agents_core": {"harness": "scripted"}})
+    end = time.time() + 20
+    while not (actions := client.beta.agents.sessions.retrieve(session.id).required_actions):
+        assert time.time() < end
+        time.sleep(0.1)
+    output = "r" * 300_000
+    client.beta.agents.sessions.events.create(session.id, events=[{
+        "type": "agent.session.input.tool_result", "turn_id": actions[0].turn_id, "call_id": actions[0].call_id,
+        "success": True, "output": output}])
+    end = time.time() + 30
+    while client.beta.agents.sessions.retrieve(session.id).status != "idle":
+        assert time.time() < end
+        time.sleep(0.1)
+    # The scripted harness sends the receipt only once the result was applied to its Turn.
+    items = client.beta.agents.sessions.items.list(session.id, order="asc").data
+    assert [i.type for i in items] == ["message", "function_call", "function_call_output", "message"]
+    assert items[2].output == output
+
+
+def test_an_sse_subscriber_is_unlisted_once_its_client_goes_away(client, local_stack):
+    session = client.beta.agents.sessions.create(
+        environment={"type": "self_hosted", "workspace_directory": "/work"}, agent={"model": "gpt-5"},
+        extra_body={"x_agents_core": {"harness": "scripted"}})
+    dynamodb = aws_client(local_stack, "dynamodb")
+
+    def subscribers():
+        return dynamodb.scan(TableName=local_stack["table"], ConsistentRead=True, FilterExpression="SK = :sk",
+                             ExpressionAttributeValues={":sk": {"S": f"SUB#{session.id}"}})["Items"]
+
+    headers = {"Authorization": f"Bearer {client.api_key}", "OpenAI-Beta": "agents=v1", "Accept": "text/event-stream"}
+    with httpx2.Client(timeout=10) as http, http.stream(
+            "GET", f"{local_stack['base_url']}/agents/sessions/{session.id}/events", headers=headers) as response:
+        assert response.status_code == 200
+        lines = response.iter_lines()
+        assert next(lines) == ": subscribed"
+        assert len(subscribers()) == 1
+    end = time.time() + 10
+    while subscribers():
+        assert time.time() < end, "the ended SSE client is still listed as a subscriber"
+        time.sleep(0.1)
+
+
+def test_the_stack_file_holding_the_dev_key_and_runtime_token_is_readable_by_its_owner_only(local_stack):
+    mode = stat.S_IMODE(os.stat(local_stack["stack_file"]).st_mode)
+    assert mode == 0o600
