@@ -46,3 +46,43 @@ def test_a_subscriber_that_already_had_the_commit_sends_its_page_to_claims_one_b
     store.delete(runtimes.conn_key(subs[4].connection_id, f"SUB#{session.id}"))  # it left meanwhile
     assert live.fanout(store, default_messenger(), "tenant-a", session.id, 2_000, [EVENT]) == 3
     assert [len(got(sub)) for sub in subs] == [1, 1, 0, 1, 0]
+
+
+def outbox_records(stack, session_id):
+    from agents_core.store import session_pk
+
+    pk = session_pk("tenant-a", session_id)
+    items = stack.dynamodb.query(TableName=stack.table, KeyConditionExpression="PK = :pk",
+                                 ExpressionAttributeValues={":pk": {"S": pk}}, ConsistentRead=True)["Items"]
+    return [i for i in items if i["SK"]["S"].startswith("OUT#")]
+
+
+def test_commits_of_a_session_nobody_watches_skip_the_subscriber_query_until_someone_subscribes(stack):
+    from agents_core import engine
+    from agents_core.apikeys import create_key
+    from agents_core.store import TransactionConflict, session_key
+    from tests.integration.test_live import send
+
+    key = create_key(stack.store, "tenant-a")
+    client = sdk(stack.http, key)
+    session = idle_session(client)
+    send(client, session.id, "say hi")  # no Runtime: the Turn stays queued
+    assert outbox_records(stack, session.id)
+    assert all(r.get("fanout") == {"BOOL": False} for r in outbox_records(stack, session.id))
+
+    # A commit decided before a subscription fails its condition and is decided again.
+    draft = engine.Draft(stack.store, "tenant-a", stack.store.get(session_key("tenant-a", session.id)))
+    draft.emit_session("agent.session.in_progress")
+    sub = Subscriber(stack, key)
+    assert sub.subscribe(session.id)["type"] == "subscribed"
+    try:
+        draft.commit()
+        raise AssertionError("a commit decided before the subscription must not land")
+    except TransactionConflict:
+        pass
+
+    client.beta.agents.sessions.events.create(session.id, events=[{"type": "agent.session.input.cancel"}])
+    newest = max(outbox_records(stack, session.id), key=lambda r: r["SK"]["S"])
+    assert "fanout" not in newest  # the Session has a subscriber now
+    from local.inprocess import wait_for
+    assert wait_for(lambda: [e for e in sub.events if e["type"] == "agent.session.turn.cancelled"], timeout=10)

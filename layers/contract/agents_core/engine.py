@@ -273,7 +273,8 @@ class Draft:
         self.tx.bytes += session_update.bytes
         for index, (events, commands) in enumerate(parts):
             self.tx.put(outbox_record(self.tenant, self.session_id, seq + index, events, commands,
-                                      parts=len(parts) if index == 0 else None, part_of=seq if index else None))
+                                      parts=len(parts) if index == 0 else None, part_of=seq if index else None,
+                                      fanout=int(self.item.get("sub_until") or 0) >= now()))
         self.store.transact(self.tx)
         self.out_seq = last
         return True
@@ -366,13 +367,17 @@ class Draft:
 
 def outbox_record(tenant: str, session_id: str, seq: int, events: list[dict[str, Any]],
                   commands: list[dict[str, Any]], parts: Optional[int] = None,
-                  part_of: Optional[int] = None) -> dict[str, Any]:
+                  part_of: Optional[int] = None, fanout: bool = True) -> dict[str, Any]:
     """One OUT# record. The first part of a commit says how many parts it has, the others name the
-    first: the consumer handles a commit once, at its first part, with every part in order."""
-    return {"PK": session_pk(tenant, session_id), "SK": outbox_sk(seq), "kind": "outbox", "tenant": tenant,
-            "session_id": session_id, "seq": seq, "events": jsonutil.dumps(events),
-            "commands": jsonutil.dumps(commands), "parts": parts if parts and parts > 1 else None,
-            "part_of": part_of, "ttl": now() + get_settings().outbox_ttl_seconds}
+    first: the consumer handles a commit once, at its first part, with every part in order.
+    `fanout: false` says the Session had no subscriber when it committed (no subscriber query)."""
+    record = {"PK": session_pk(tenant, session_id), "SK": outbox_sk(seq), "kind": "outbox", "tenant": tenant,
+              "session_id": session_id, "seq": seq, "events": jsonutil.dumps(events),
+              "commands": jsonutil.dumps(commands), "parts": parts if parts and parts > 1 else None,
+              "part_of": part_of, "ttl": now() + get_settings().outbox_ttl_seconds}
+    if not fanout:
+        record["fanout"] = False
+    return record
 
 
 def outbox_parts(events: list[dict[str, Any]], commands: list[dict[str, Any]]) -> list[tuple[list, list]]:

@@ -21,6 +21,7 @@ from .settings import get_settings
 from .store import DynamoStore, TransactionConflict, session_key
 
 TICKET_SECONDS = 60
+SUBSCRIPTION_SECONDS = 2 * 3600  # API Gateway closes a WebSocket connection after 2 hours
 
 
 def _ticket_key(ticket: str) -> dict[str, str]:
@@ -55,13 +56,21 @@ def subscribe(store: DynamoStore, connection_id: str, session_id: str) -> dict[s
     if conn is None or conn.get("role") != "client":
         raise InvalidRequest("Only client connections subscribe to Sessions.", param="action")
     tenant = conn["tenant"]
-    session = store.get(session_key(tenant, session_id))
+    # Mark the Session first ("subscribers may exist until") and advance its commit sequence in the
+    # same write, as a commit would: a commit decided on the Session as it was before fails its
+    # `out_seq` condition and is decided again, so every commit from here on sees the mark and its
+    # outbox record asks for fan-out. Without a mark the stream consumer skips the subscriber query.
+    # The subscription starts at the advanced sequence: live only, nothing before it is replayed.
+    session = store.update_returning(session_key(tenant, session_id), "SET sub_until = :until ADD out_seq :one",
+                                     "attribute_exists(PK)",
+                                     values={":until": now() + SUBSCRIPTION_SECONDS + 60, ":one": 1})
     if session is None:
         raise NotFound()  # another tenant's id is as absent as a missing one
     store.put({**runtimes.conn_key(connection_id, f"SUB#{session_id}"), "kind": "subscription",
                "connection_id": connection_id, "tenant": tenant, "session_id": session_id,
                "delivered_seq": int(session.get("out_seq", 0)),
-               "GSI1PK": f"SUB#{tenant}#{session_id}", "GSI1SK": connection_id, "ttl": now() + 2 * 3600})
+               "GSI1PK": f"SUB#{tenant}#{session_id}", "GSI1SK": connection_id,
+               "ttl": now() + SUBSCRIPTION_SECONDS})
     return {"type": "subscribed", "session_id": session_id}
 
 

@@ -38,7 +38,7 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
             events += jsonutil.loads(part.get("events") or "[]")
             commands += jsonutil.loads(part.get("commands") or "[]")
         last = seq + parts - 1
-    if events:
+    if events and image.get("fanout") is not False:  # False: no subscriber when it committed
         live.fanout(store, messenger, tenant, session_id, last, events)
     for command in commands:
         kind = command["type"]

@@ -19,7 +19,7 @@ from . import engine
 from .ids import new_id, now
 from .pagination import ListParams, page
 from .settings import get_settings
-from .store import Contention, DynamoStore, TransactionConflict, agent_key, item_sk, outbox_sk, session_key, session_pk
+from .store import Contention, DynamoStore, TransactionConflict, agent_key, item_sk, session_key, session_pk
 
 IMMUTABLE = "The Session configuration is immutable; only metadata can be updated."
 
@@ -43,14 +43,6 @@ def session_state(item: dict[str, Any]) -> dict[str, Any]:
 
 def session_view(item: dict[str, Any]) -> dict[str, Any]:
     return resources.session_resource(session_state(item), Snapshot.from_json(item["snapshot"]))
-
-
-def outbox_item(tenant: str, session_id: str, seq: int, events: list[dict[str, Any]],
-                commands: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ordered events of one commit, written in the same transaction (transactional outbox)."""
-    return {"PK": session_pk(tenant, session_id), "SK": outbox_sk(seq), "kind": "outbox", "tenant": tenant,
-            "session_id": session_id, "seq": seq, "events": jsonutil.dumps(events),
-            "commands": jsonutil.dumps(commands), "ttl": now() + get_settings().outbox_ttl_seconds}
 
 
 def _position(item_identifier: str) -> Optional[int]:
@@ -105,7 +97,8 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     tx.put(item, "attribute_not_exists(PK)")
     draft.flush()
     tx.entries += draft.tx.entries
-    tx.put(outbox_item(tenant, session_id, 1, draft.events, draft.commands))
+    # nobody can have subscribed to a Session that does not exist yet: no subscriber query for it
+    tx.put(engine.outbox_record(tenant, session_id, 1, draft.events, draft.commands, fanout=False))
     for attempt in range(5):
         try:
             store.transact(tx)

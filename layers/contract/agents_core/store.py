@@ -216,6 +216,22 @@ class DynamoStore:
             raise _domain(exc) from exc
         raise Unavailable()
 
+    def update_returning(self, key: dict[str, str], expression: str, condition: Optional[str] = None,
+                         values: Optional[dict] = None) -> Optional[dict[str, Any]]:
+        """One UpdateItem; the item as it is after it (ALL_NEW), None when the condition failed."""
+        kwargs: dict[str, Any] = {"TableName": self.table, "Key": marshal(key), "UpdateExpression": expression,
+                                  "ReturnValues": "ALL_NEW"}
+        if condition:
+            kwargs["ConditionExpression"] = condition
+        if values:
+            kwargs["ExpressionAttributeValues"] = marshal(values)
+        try:
+            return unmarshal(self.client.update_item(**kwargs)["Attributes"])
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return None
+            raise _domain(exc) from exc
+
     def put(self, item: dict[str, Any], condition: Optional[str] = None) -> None:
         kwargs: dict[str, Any] = {"TableName": self.table, "Item": marshal(item)}
         if condition:
