@@ -399,14 +399,22 @@ def outbox_parts(events: list[dict[str, Any]], commands: list[dict[str, Any]]) -
 
 
 def run(store: DynamoStore, tenant: str, session_id: str, work: Callable[[Draft], T], *,
-        item: Optional[dict[str, Any]] = None, attempts: int = 50) -> T:
-    """Read the Session, let `work` decide, commit; on a lost race re-read and decide again."""
+        item: Optional[dict[str, Any]] = None, attempts: int = 50, turn_id: Optional[str] = None) -> T:
+    """Read the Session, let `work` decide, commit; on a lost race re-read and decide again.
+
+    `turn_id`: the Turn `work` will look at is read with the Session in one TransactGetItems (one
+    request, one instant: a Turn never older than the Session it is decided with)."""
     for attempt in range(attempts):
+        turn_item = None
         if item is None:
-            item = store.get(session_key(tenant, session_id))
+            both = store.transact_get([session_key(tenant, session_id), turn_key(tenant, session_id, turn_id)]) \
+                if turn_id else None
+            item, turn_item = both if both is not None else (store.get(session_key(tenant, session_id)), None)
             if item is None:
                 raise NotFound()
         draft = Draft(store, tenant, item)
+        if turn_item is not None and turn_id:
+            draft.turns[turn_id] = TurnState.from_item(turn_item)
         result = work(draft)
         try:
             draft.commit()

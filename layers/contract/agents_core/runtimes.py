@@ -324,7 +324,8 @@ def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message:
     if all(o.kind == "turn.heartbeat" for o in observations):
         return _heartbeat(store, workflow, connection_id, route, observations, messenger)
     report = Report()
-    engine.run(store, tenant, session_id, lambda draft: _drain(draft, connection_id, turn_id, observations, report))
+    engine.run(store, tenant, session_id, lambda draft: _drain(draft, connection_id, turn_id, observations, report),
+               turn_id=turn_id)
     _after(store, workflow, messenger, connection_id, route, report)
     while report.result == "more":  # a long drain continues in further bounded commits
         report = _drain_more(store, workflow, messenger, connection_id, route, report.remaining)
@@ -336,7 +337,7 @@ def _drain_more(store: DynamoStore, workflow: Workflow, messenger: Optional[Mess
     report = Report()
     rest = list(fresh or [])
     engine.run(store, route[0], route[1], lambda draft: _drain(draft, connection_id, route[2], rest, report,
-                                                               continuing=True))
+                                                               continuing=True), turn_id=route[2])
     _after(store, workflow, messenger, connection_id, route, report)
     return report
 
@@ -699,7 +700,7 @@ def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outco
         return status
 
     try:
-        status = engine.run(store, tenant, session_id, decide)
+        status = engine.run(store, tenant, session_id, decide, turn_id=turn_id)
         if status is None:
             return "missing"
         if status.startswith("settled:"):
@@ -721,7 +722,7 @@ def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outco
             engine.settle(draft, turn, status)
             return True
 
-        while not engine.run(store, tenant, session_id, step):
+        while not engine.run(store, tenant, session_id, step, turn_id=turn_id):
             pass
     except NotFound:
         return "missing"  # the Session was deleted: nothing left to settle

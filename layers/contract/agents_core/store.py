@@ -216,6 +216,19 @@ class DynamoStore:
             raise _domain(exc) from exc
         raise Unavailable()
 
+    def transact_get(self, keys: list[dict[str, str]]) -> Optional[list[Optional[dict[str, Any]]]]:
+        """TransactGetItems: the items as of one instant (one request, serializable with every
+        transaction); None when DynamoDB cancelled the read for a concurrent write, so the caller
+        reads them another way."""
+        try:
+            out = self.client.transact_get_items(
+                TransactItems=[{"Get": {"TableName": self.table, "Key": marshal(k)}} for k in keys])
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("TransactionCanceledException", "TransactionConflictException"):
+                return None
+            raise _domain(exc) from exc
+        return [unmarshal(r["Item"]) if r.get("Item") else None for r in out["Responses"]]
+
     def update_returning(self, key: dict[str, str], expression: str, condition: Optional[str] = None,
                          values: Optional[dict] = None) -> Optional[dict[str, Any]]:
         """One UpdateItem; the item as it is after it (ALL_NEW), None when the condition failed."""
