@@ -21,10 +21,10 @@ log = logging.getLogger("runtime")
 # it every Turn of the Runtime. Observations are packed into messages below it (docs/runtime-protocol.md).
 MAX_MESSAGE_BYTES = 127 * 1024
 MAX_BATCH = 100  # observations in one turn.batch (Core's limit)
-DELTA_CHARS = 32_000  # a text delta longer than this goes as several deltas
+DELTA_BYTES = 32_000  # a text delta longer than this as JSON goes as several deltas
 WINDOW = 16  # observations of one Turn sent and not yet acknowledged before emit waits for Core
 RESEND_SECONDS = 5.0  # unacknowledged observations older than this are sent again (Core drops duplicates)
-LINGER_SECONDS = 60.0  # after the Turn's end, how long unacknowledged observations are still resent
+LINGER_SECONDS = 60.0  # how long an unacknowledged observation is resent (also after the Turn's end)
 
 
 class ObservationTooLarge(Exception):
@@ -53,7 +53,8 @@ class TurnChannel:
         self.done = threading.Event()
         self._lock = threading.Lock()  # numbering and sending, in order
         self._acks = threading.Condition()
-        self._unacked: dict[int, tuple[dict[str, Any], float]] = {}  # last seq of a message -> (message, sent at)
+        # last seq of a message -> (message, last sent at, first sent at)
+        self._unacked: dict[int, tuple[dict[str, Any], float, float]] = {}
         self._done_at: float | None = None
 
     # -- sending -------------------------------------------------------------------------------------
@@ -95,12 +96,19 @@ class TurnChannel:
         message = self._message(group, self.seq + 1)
         self.seq += len(group)
         with self._acks:
-            self._unacked[self.seq] = (message, time.monotonic())
+            self._unacked[self.seq] = (message, time.monotonic(), time.monotonic())
         self.send_raw(message)
 
     def _wait_window(self, count: int) -> None:
         with self._acks:
+            progress, acked = time.monotonic(), self.acked
             while self.seq + count - self.acked > WINDOW and self._unacked and not self.done.is_set():
+                if self.acked != acked:
+                    progress, acked = time.monotonic(), self.acked
+                elif time.monotonic() - progress > LINGER_SECONDS:
+                    log.warning("turn %s: Core acknowledged nothing for %ss; sending on", self.turn_id,
+                                LINGER_SECONDS)
+                    return
                 if not self._acks.wait(RESEND_SECONDS):
                     self._resend(stale_only=False)
 
@@ -118,17 +126,19 @@ class TurnChannel:
     def resend_from(self, seq: Any) -> None:
         """Core could not take a message (a transient server error): send it again now."""
         with self._acks:
-            found = [m for last, (m, _) in sorted(self._unacked.items()) if _covers(m, seq)]
+            found = [m for _, (m, _, _) in sorted(self._unacked.items()) if _covers(m, seq)]
         for message in found:
             self.send_raw(message)
 
     def _resend(self, stale_only: bool = True) -> None:
         now = time.monotonic()
         with self._acks:
-            due = [(last, m) for last, (m, at) in sorted(self._unacked.items())
+            for last in [s for s, (_, _, first) in self._unacked.items() if now - first > LINGER_SECONDS]:
+                del self._unacked[last]  # Core would have acknowledged it by now if it could (a lost Turn)
+            due = [(last, m) for last, (m, at, _) in sorted(self._unacked.items())
                    if not stale_only or now - at >= RESEND_SECONDS]
             for last, message in due:
-                self._unacked[last] = (message, now)
+                self._unacked[last] = (message, now, self._unacked[last][2])
         for _, message in due:
             try:
                 self.send_raw(message)
@@ -181,9 +191,16 @@ def _covers(message: dict[str, Any], seq: Any) -> bool:
 
 def _split_delta(action: str, fields: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     delta = fields.get("delta")
-    if action != "turn.output_text.delta" or not isinstance(delta, str) or len(delta) <= DELTA_CHARS:
+    if action != "turn.output_text.delta" or not isinstance(delta, str) or len(json.dumps(delta)) <= DELTA_BYTES:
         return [(action, fields)]
-    return [(action, {**fields, "delta": delta[i:i + DELTA_CHARS]}) for i in range(0, len(delta), DELTA_CHARS)]
+    pieces, start = [], 0
+    while start < len(delta):
+        size = DELTA_BYTES
+        while size > 64 and len(json.dumps(delta[start:start + size])) > DELTA_BYTES:  # escaping grows text
+            size //= 2
+        pieces.append((action, {**fields, "delta": delta[start:start + size]}))
+        start += size
+    return pieces
 
 
 class Reassembler:
