@@ -137,9 +137,16 @@ def test_a_commit_larger_than_one_outbox_record_is_delivered_whole_and_in_order(
     stack.ws.message(viewer, json.dumps({"action": "subscribe", "session_id": session.id}))
     route = raw.start()
     text = "x" * 60_000
-    raw.batch(route, [("turn.item.done", {"item": {"id": f"m{i}", "type": "message", "phase": "commentary",
-                                                   "content": [{"type": "output_text", "text": text}]}})
-                      for i in range(8)])  # ~480 KB of events in one commit
+    # A Runtime message holds at most 128 KB (API Gateway's quota), so the large commit is a drain:
+    # eight Items wait for seq 1, which then applies all nine in one commit (~480 KB of events).
+    for i in range(8):
+        raw.send({"action": "turn.item.done", **route, "seq": i + 2, "item": {
+            "id": f"m{i}", "type": "message", "phase": "commentary",
+            "content": [{"type": "output_text", "text": text}]}})
+    wait_for(lambda: len([f for f in raw.frames if f.get("type") == "turn.ack"]) >= 8)
+    assert not [e for e in received if e.get("type") == "agent.session.turn.item.done"]  # all waiting
+    raw.send({"action": "turn.heartbeat", **route, "seq": 1})
+    raw.seq[route["turn_id"]] = 9
     done = wait_for(lambda: [e for e in received if e.get("type") == "agent.session.turn.item.done"], timeout=30)
     wait_for(lambda: len([e for e in received if e.get("type") == "agent.session.turn.item.done"]) == 8)
     done = [e for e in received if e.get("type") == "agent.session.turn.item.done"]
