@@ -142,7 +142,7 @@ class WebSocketGateway:
         else:
             with self._lock:
                 if self._pool is None:
-                    self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="ws-concurrent")
+                    self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ws-concurrent")
                     self._rng = random.Random(self.seed)  # noqa: S311 - test jitter, not security
                 delay = self._rng.uniform(0, 0.004)  # type: ignore[union-attr]
             self._pool.submit(self._later, conn, number, body, delay)
