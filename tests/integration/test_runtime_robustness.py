@@ -72,6 +72,9 @@ def test_a_chatty_turn_of_1000_items_beside_a_waiting_turn_on_the_same_runtime_b
     items = all_items(client, chatty.id)
     assert len(items) == 1001  # the script and its 1000 messages, none lost or doubled
     assert [i.content[0].text for i in items[1:]] == [f"line {i}" for i in range(1000)]
+    # Case 8: no per-Item growth on the Turn item (Runtime Item ids live in their own RID# rows).
+    turn_item = stack.store.get({"PK": f"T#tenant-a#SESSION#{chatty.id}", "SK": f"TURN#{chatty_turn}"})
+    assert len(json.dumps(turn_item, default=str)) < 8_000
     assert client.beta.agents.sessions.retrieve(waiting.id).status == "idle"
 
 
