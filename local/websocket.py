@@ -7,8 +7,9 @@ API Gateway's limits hold here as in AWS: a message over 128 KB (or, on a real s
 fails (PayloadTooLargeException, 413).
 
 Delivery of one connection's messages (`AGENTS_CORE_WS_DELIVERY`):
-- `direct` (in-process default): on the sender's thread, so the sender waits for the handler;
-- `ordered` (`make dev` default): one at a time in arrival order, the sender never waits (a socket);
+- `direct` (the default): on the receiving thread, one at a time in arrival order (in-process, the
+  sender waits for the handler; on `make dev` the socket buffers while the server handles each in turn);
+- `ordered`: one at a time in arrival order on a gateway thread, the sender never waiting (a socket);
 - `concurrent`: as API Gateway does with concurrent Lambda invocations, several messages of one
   connection at once, in no guaranteed order (a seeded jitter makes late arrivals common).
 """
