@@ -101,6 +101,9 @@ class UnitMeter:
         elif model.name == "BatchGetItem":
             for items in parsed.get("Responses", {}).values():
                 self.rru[self._fn()] += sum(math.ceil(_size(i) / 4096) for i in items) or 1
+        elif model.name == "TransactGetItems":
+            self.rru[self._fn()] += sum(2 * math.ceil(_size(r["Item"]) / 4096) if r.get("Item") else 2
+                                        for r in parsed.get("Responses", []))
         elif model.name == "Query":
             self.rru[self._fn()] += max(1, math.ceil(sum(_size(i) for i in parsed.get("Items", [])) / 4096))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, TypeVar
 
@@ -129,6 +129,7 @@ class Draft:
         self.commands: list[dict[str, Any]] = []
         self.turns: dict[str, TurnState] = {}
         self._snapshot: Optional[Snapshot] = None
+        self.prefetched: dict[tuple[str, str], Optional[dict[str, Any]]] = {}
         self._items: dict[int, dict[str, Any]] = {}
         # A batch may mix events that touch the same item (a result then a cancel, a message then a
         # cancel); DynamoDB allows one operation per item in a transaction, so writes are composed:
@@ -148,6 +149,11 @@ class Draft:
         if self._snapshot is None:
             self._snapshot = Snapshot.from_json(self.item["snapshot"])
         return self._snapshot
+
+    def get(self, key: dict[str, str]) -> Optional[dict[str, Any]]:
+        """An item as read with the Session (see `run`), or read now."""
+        found = self.prefetched.get((key["PK"], key["SK"]), _UNREAD)
+        return self.store.get(key) if found is _UNREAD else found
 
     def turn(self, turn_id: str) -> Optional[TurnState]:
         if turn_id not in self.turns:
@@ -398,21 +404,34 @@ def outbox_parts(events: list[dict[str, Any]], commands: list[dict[str, Any]]) -
     return parts
 
 
+_UNREAD = object()
+PREFETCH_KEYS = 23  # 25 items per TransactGetItems as moto enforces it (DynamoDB allows 100), Session and Turn besides
+
+
 def run(store: DynamoStore, tenant: str, session_id: str, work: Callable[[Draft], T], *,
-        item: Optional[dict[str, Any]] = None, attempts: int = 50, turn_id: Optional[str] = None) -> T:
+        item: Optional[dict[str, Any]] = None, attempts: int = 50, turn_id: Optional[str] = None,
+        keys: Sequence[dict[str, str]] = ()) -> T:
     """Read the Session, let `work` decide, commit; on a lost race re-read and decide again.
 
-    `turn_id`: the Turn `work` will look at is read with the Session in one TransactGetItems (one
-    request, one instant: a Turn never older than the Session it is decided with)."""
+    `turn_id` and `keys` (e.g. the CALL items the work will look at): read with the Session in one
+    TransactGetItems (one request, one instant: nothing older than the Session it is decided with);
+    `Draft.get` answers them without another request."""
     for attempt in range(attempts):
-        turn_item = None
+        turn_item, prefetched = None, {}
         if item is None:
-            both = store.transact_get([session_key(tenant, session_id), turn_key(tenant, session_id, turn_id)]) \
-                if turn_id else None
-            item, turn_item = both if both is not None else (store.get(session_key(tenant, session_id)), None)
+            wanted = ([turn_key(tenant, session_id, turn_id)] if turn_id else []) + list(keys)[:PREFETCH_KEYS]
+            found = store.transact_get([session_key(tenant, session_id), *wanted]) if wanted else None
+            if found is None:
+                item = store.get(session_key(tenant, session_id))
+            else:
+                item, rest = found[0], found[1:]
+                if turn_id:
+                    turn_item, rest = rest[0], rest[1:]
+                prefetched = {(k["PK"], k["SK"]): v for k, v in zip(wanted[1 if turn_id else 0:], rest, strict=True)}
             if item is None:
                 raise NotFound()
         draft = Draft(store, tenant, item)
+        draft.prefetched = prefetched
         if turn_item is not None and turn_id:
             draft.turns[turn_id] = TurnState.from_item(turn_item)
         result = work(draft)

@@ -325,11 +325,18 @@ def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message:
         return _heartbeat(store, workflow, connection_id, route, observations, messenger)
     report = Report()
     engine.run(store, tenant, session_id, lambda draft: _drain(draft, connection_id, turn_id, observations, report),
-               turn_id=turn_id)
+               turn_id=turn_id, keys=_call_keys(tenant, session_id, observations))
     _after(store, workflow, messenger, connection_id, route, report)
     while report.result == "more":  # a long drain continues in further bounded commits
         report = _drain_more(store, workflow, messenger, connection_id, route, report.remaining)
     return report.result if report.result != "more" else "applied"
+
+
+def _call_keys(tenant: str, session_id: str, observations: list[Observation]) -> list[dict[str, str]]:
+    """The CALL items these observations name (read with the Session, in the same request)."""
+    ids = dict.fromkeys(o.fields["call_id"] for o in observations
+                        if isinstance(o.fields.get("call_id"), str) and 0 < len(o.fields["call_id"]) <= MAX_ID)
+    return [engine.call_key(tenant, session_id, call_id) for call_id in ids]
 
 
 def _drain_more(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger], connection_id: str,
@@ -569,7 +576,7 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
     if not turn.cancel_requested and held + added > REQUIRED_ACTIONS_BYTES:
         raise Rejected(f"Invalid 'arguments': the Session's pending function calls hold at most "
                        f"{REQUIRED_ACTIONS_BYTES} bytes of JSON together.", param="arguments")
-    if draft.store.get(engine.call_key(draft.tenant, draft.session_id, call_id)) is not None:  # type: ignore[arg-type]
+    if draft.get(engine.call_key(draft.tenant, draft.session_id, call_id)) is not None:  # type: ignore[arg-type]
         raise Rejected(f"Invalid 'call_id': '{call_id}' was already used in this Session.", param="call_id")
     if draft.item_ref(turn.id, runtime_id) is not None:  # type: ignore[arg-type]
         raise Rejected(f"Invalid 'item_id': the Item '{runtime_id}' was already added.", param="item_id")
@@ -603,7 +610,7 @@ def _close_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any]
     only a submitted result can be applied, only an open call abandoned."""
     call_id = _string(msg.get("call_id"), "call_id")
     key = engine.call_key(draft.tenant, draft.session_id, call_id)  # type: ignore[arg-type]
-    call = draft.store.get(key)
+    call = draft.get(key)
     if call is None or call["turn_id"] != turn.id:
         raise Rejected(f"Invalid 'call_id': no call '{call_id}' in this Turn.", param="call_id")
     state = draft.call_state(call)
