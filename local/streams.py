@@ -4,6 +4,7 @@ failures (the batch is retried from the first failed record) and MaximumRetryAtt
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +29,20 @@ def matches(pattern: Any, value: Any) -> bool:
                 return True
         return False
     return pattern == value
+
+
+def _as_event_value(value: dict[str, Any]) -> dict[str, Any]:
+    """A stream AttributeValue as the Lambda event's JSON carries it (B and BS base64)."""
+    kind, inner = next(iter(value.items()))
+    if kind == "B":
+        return {"B": base64.b64encode(bytes(inner)).decode()}
+    if kind == "BS":
+        return {"BS": [base64.b64encode(bytes(v)).decode() for v in inner]}
+    if kind == "M":
+        return {"M": {k: _as_event_value(v) for k, v in inner.items()}}
+    if kind == "L":
+        return {"L": [_as_event_value(v) for v in inner]}
+    return value
 
 
 @dataclass
@@ -58,6 +73,9 @@ class StreamPoller:
 
     def _event_record(self, record: dict[str, Any]) -> dict[str, Any]:
         dynamodb = dict(record["dynamodb"])
+        for image in ("Keys", "NewImage", "OldImage"):  # binary values travel base64 in a Lambda event
+            if image in dynamodb:
+                dynamodb[image] = {k: _as_event_value(v) for k, v in dynamodb[image].items()}
         created = dynamodb.get("ApproximateCreationDateTime")
         if hasattr(created, "timestamp"):
             dynamodb["ApproximateCreationDateTime"] = created.timestamp()

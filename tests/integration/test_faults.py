@@ -10,6 +10,7 @@ from botocore.stub import Stubber
 
 from agents_core.aws import Workflow
 from agents_core.engine import call_key
+from agents_core.store import unpack
 from local.apigw import LambdaContext
 from local.inprocess import wait_for
 from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
@@ -123,7 +124,7 @@ def test_lambda_retried_after_a_timeout_admits_and_settles_once(stack, client, r
     items = client.beta.agents.sessions.items.list(session.id).data
     assert sum(1 for i in items if i.type == "function_call_output") == 1
     events = [e for i in stack.store.query(pk=f"T#tenant-a#SESSION#{session.id}", sk_prefix="OUT#", limit=100).items
-              for e in json.loads(i["events"])]
+              for e in json.loads(unpack(i["events"]))]
     assert sum(1 for e in events if e["type"] == "agent.session.turn.completed") == 1
     dispatch = stack.handlers["DispatchFunction"]
     started = [m for m in runtime.inbox if m.get("type") == "turn.start" and m["turn_id"] == action.turn_id]

@@ -11,7 +11,7 @@ from agents_core import outbox, runtimes
 from agents_core.apikeys import create_key
 from agents_core.aws import default_messenger, default_workflow
 from agents_core.runtimes import create_runtime_token
-from agents_core.store import session_pk
+from agents_core.store import session_pk, unpack
 from local.inprocess import wait_for
 from tests.integration.conftest import sdk
 from tests.integration.stack_fixtures import stack  # noqa: F401 - fixtures
@@ -122,12 +122,12 @@ def test_redelivered_stream_batch_posts_nothing_twice(stack, keys):
     send(client, session.id, "say hi")  # no Runtime: the Turn stays queued; its commit has 3 events
     outbox_item = wait_for(lambda: [i for i in stack.store.query(pk=session_pk("tenant-a", session.id),
                                                                  sk_prefix="OUT#", limit=10).items
-                                    if json.loads(i["events"]) and "turn.created" in i["events"]])[0]
+                                    if "turn.created" in unpack(i["events"])])[0]
     wait_for(lambda: len(sub.events) == 3)
     for _ in range(2):  # the same record delivered again, twice
         outbox.process(outbox_item, stack.store, default_messenger(), default_workflow())
     assert len(sub.events) == 3
-    assert [e["event_id"] for e in sub.events] == [e["event_id"] for e in json.loads(outbox_item["events"])]
+    assert [e["event_id"] for e in sub.events] == [e["event_id"] for e in json.loads(unpack(outbox_item["events"]))]
 
 
 def test_stream_ticket_is_single_use_and_subscribes(stack, keys):

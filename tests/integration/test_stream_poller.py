@@ -84,3 +84,20 @@ def test_template_declares_what_the_poller_honours():
     source = template.stream_sources()[0]
     assert source.function == "StreamFunction" and source.report_failures
     assert source.patterns == ({"eventName": ["INSERT"], "dynamodb": {"Keys": {"SK": {"S": [{"prefix": "OUT#"}]}}}},)
+
+
+def test_binary_attributes_arrive_base64_as_in_a_lambda_event(table):
+    import base64
+
+    from agents_core.store import pack, unpack
+
+    client, streams_client = table
+    seen = []
+    source = template.stream_sources()[0]
+    poller = streams.StreamPoller(streams_client, streams.stream_arn(client, TABLE),
+                                  lambda event, ctx: seen.extend(event["Records"]) or {"batchItemFailures": []}, source)
+    client.put_item(TableName=TABLE, Item={"PK": {"S": "T#t#SESSION#s"}, "SK": {"S": "OUT#000000000001"},
+                                           "events": {"B": pack('[{"type": "x"}]')}})
+    assert poller.pump() == 1
+    value = seen[0]["dynamodb"]["NewImage"]["events"]["B"]
+    assert isinstance(value, str) and unpack(base64.b64decode(value)) == '[{"type": "x"}]'

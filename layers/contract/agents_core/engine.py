@@ -34,8 +34,10 @@ from .store import (
     item_sk,
     marshal,
     outbox_sk,
+    pack,
     session_key,
     session_pk,
+    unpack,
 )
 
 T = TypeVar("T")
@@ -147,7 +149,7 @@ class Draft:
     @property
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:
-            self._snapshot = Snapshot.from_json(self.item["snapshot"])
+            self._snapshot = Snapshot.from_json(unpack(self.item["snapshot"]))
         return self._snapshot
 
     def get(self, key: dict[str, str]) -> Optional[dict[str, Any]]:
@@ -378,8 +380,8 @@ def outbox_record(tenant: str, session_id: str, seq: int, events: list[dict[str,
     first: the consumer handles a commit once, at its first part, with every part in order.
     `fanout: false` says the Session had no subscriber when it committed (no subscriber query)."""
     record = {"PK": session_pk(tenant, session_id), "SK": outbox_sk(seq), "kind": "outbox", "tenant": tenant,
-              "session_id": session_id, "seq": seq, "events": jsonutil.dumps(events),
-              "commands": jsonutil.dumps(commands), "parts": parts if parts and parts > 1 else None,
+              "session_id": session_id, "seq": seq, "events": pack(jsonutil.dumps(events)),
+              "commands": pack(jsonutil.dumps(commands)), "parts": parts if parts and parts > 1 else None,
               "part_of": part_of, "ttl": now() + get_settings().outbox_ttl_seconds}
     if not fanout:
         record["fanout"] = False

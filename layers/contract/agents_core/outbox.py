@@ -16,7 +16,7 @@ from agents_contract import jsonutil
 
 from . import live, runtimes
 from .aws import Messenger, Workflow
-from .store import DynamoStore, outbox_sk, session_pk
+from .store import DynamoStore, outbox_sk, session_pk, unpack
 
 
 def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, workflow: Workflow) -> None:
@@ -24,8 +24,8 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
     if image.get("part_of") is not None:
         return  # handled with its commit's first part
     tenant, session_id, seq = image["tenant"], image["session_id"], int(image["seq"])
-    events = jsonutil.loads(image.get("events") or "[]")
-    commands = jsonutil.loads(image.get("commands") or "[]")
+    events = jsonutil.loads(unpack(image["events"]) if image.get("events") else "[]")
+    commands = jsonutil.loads(unpack(image["commands"]) if image.get("commands") else "[]")
     last = seq
     parts = int(image.get("parts") or 1)
     if parts > 1:
@@ -35,8 +35,8 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
             part = found.get((pk, outbox_sk(seq + i)))
             if part is None:
                 continue  # the Session was deleted meanwhile
-            events += jsonutil.loads(part.get("events") or "[]")
-            commands += jsonutil.loads(part.get("commands") or "[]")
+            events += jsonutil.loads(unpack(part["events"]) if part.get("events") else "[]")
+            commands += jsonutil.loads(unpack(part["commands"]) if part.get("commands") else "[]")
         last = seq + parts - 1
     if events and image.get("fanout") is not False:  # False: no subscriber when it committed
         live.fanout(store, messenger, tenant, session_id, last, events)

@@ -23,7 +23,7 @@ from . import engine
 from .aws import ConnectionGone, Messenger, Workflow
 from .ids import new_id, now
 from .observability import logger
-from .store import DynamoStore, TransactionConflict, item_sk, session_pk
+from .store import DynamoStore, TransactionConflict, item_sk, session_pk, unpack
 
 PLACEMENTS = ("environment_none", "local_environment")
 ENGINE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,40}( [A-Za-z0-9_.+\-]{1,40})?")
@@ -162,7 +162,7 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
     session = store.get({"PK": session_pk(tenant, session_id), "SK": "S"})
     if session is None:
         raise ConnectionError("session vanished")
-    snapshot = engine.Snapshot.from_json(session["snapshot"])
+    snapshot = engine.Snapshot.from_json(unpack(session["snapshot"]))
     items = [jsonutil.loads(i["doc"]) for i in _turn_items(store, tenant, session_id, turn_id)]
     agent = snapshot.agent
     return {

@@ -19,7 +19,17 @@ from . import engine
 from .ids import new_id, now
 from .pagination import ListParams, page
 from .settings import get_settings
-from .store import Contention, DynamoStore, TransactionConflict, agent_key, item_sk, session_key, session_pk
+from .store import (
+    Contention,
+    DynamoStore,
+    TransactionConflict,
+    agent_key,
+    item_sk,
+    pack,
+    session_key,
+    session_pk,
+    unpack,
+)
 
 IMMUTABLE = "The Session configuration is immutable; only metadata can be updated."
 
@@ -42,7 +52,7 @@ def session_state(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def session_view(item: dict[str, Any]) -> dict[str, Any]:
-    return resources.session_resource(session_state(item), Snapshot.from_json(item["snapshot"]))
+    return resources.session_resource(session_state(item), Snapshot.from_json(unpack(item["snapshot"])))
 
 
 def _position(item_identifier: str) -> Optional[int]:
@@ -80,7 +90,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
         "created_at": ts, "last_active_at": ts, "status": "idle",
         "metadata": jsonutil.dumps(body.get("metadata") or {}), "meta": dict(body.get("metadata") or {}),
         "required_actions": "[]", "active_turn": "null",
-        "snapshot": snapshot.to_json(), "review": request.review,
+        "snapshot": pack(snapshot.to_json()), "review": request.review,
         "prompt_cache_options": jsonutil.dumps(body["prompt_cache_options"]) if body.get("prompt_cache_options")
         else None,
         "item_seq": 0, "out_seq": 0,
