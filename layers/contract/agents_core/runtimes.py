@@ -140,7 +140,7 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
         draft.command({"type": "start_execution", "turn_id": turn_id})
         return chosen
 
-    claimed = engine.run(store, tenant, session_id, work)
+    claimed = engine.run(store, tenant, session_id, work, turn_id=turn_id)
     if claimed:
         # Start now for latency; the claim's outbox command starts it again if this process dies
         # between the claim and the start. Both are idempotent (execution name = Turn id).
@@ -157,9 +157,10 @@ def _turn_items(store: DynamoStore, tenant: str, session_id: str, turn_id: str) 
                        filter_expression="turn_id = :t", values={":t": turn_id}).items
 
 
-def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str) -> dict[str, Any]:
+def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
+                  session: Optional[dict[str, Any]] = None) -> dict[str, Any]:
     """turn.start: the frozen configuration (schema included, on every Turn) and the Turn's input."""
-    session = store.get({"PK": session_pk(tenant, session_id), "SK": "S"})
+    session = session or store.get({"PK": session_pk(tenant, session_id), "SK": "S"})
     if session is None:
         raise ConnectionError("session vanished")
     snapshot = engine.Snapshot.from_json(unpack(session["snapshot"]))
@@ -184,7 +185,8 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
           task_token: str) -> None:
     """The Dispatch task: store the task token on the claimed Turn and send turn.start."""
     key = engine.turn_key(tenant, session_id, turn_id)
-    item = store.get(key)
+    both = store.transact_get([key, {"PK": session_pk(tenant, session_id), "SK": "S"}])  # one request
+    item, session = both if both is not None else (store.get(key), None)
     if item is None or not item.get("claimed_by") or item.get("status") in engine.TERMINAL:
         raise RuntimeError("Turn is not claimed or already settled")  # the task fails; Settle is a no-op
     tx = store.new_transaction().update(key, "SET task_token = :t",
@@ -192,7 +194,7 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
                                         names={"#st": "status"},
                                         values={":t": task_token, ":c": "completed", ":f": "failed", ":x": "cancelled"})
     store.transact(tx)
-    messenger.post(item["claimed_by"], start_message(store, tenant, session_id, turn_id))
+    messenger.post(item["claimed_by"], start_message(store, tenant, session_id, turn_id, session))
 
 
 # ---- observations --------------------------------------------------------------------------------
