@@ -1,25 +1,31 @@
-"""HTTP request <-> API Gateway HTTP API v2 proxy event, in one module.
+"""HTTP request <-> API Gateway REST API (Lambda proxy v1) event, in one module.
 
-Used by the in-process SDK transport in tests and by the local HTTP gateway: routes and the
-authorizer come from template.yaml, and the real handlers answer. Behaviour follows API Gateway:
-a missing identity header is a bare 401, an unknown route a bare 404, and authorizer answers are
-cached per identity value for `ReauthorizeEvery` seconds.
+Used by the in-process SDK transport in tests and by the local HTTP gateway: routes, the REQUEST
+authorizer, throttling and the Gateway Responses come from template.yaml, and the real handlers answer.
+Behaviour follows API Gateway: a missing identity header is UNAUTHORIZED, an unknown route or method
+MISSING_AUTHENTICATION_TOKEN, an authorizer's Deny ACCESS_DENIED (each answered with the template's
+Gateway Response), and authorizer answers are cached per identity value for `ReauthorizeEvery` seconds.
+Streaming routes (responseTransferMode STREAM) go to the function's ASGI app, as the Lambda Web Adapter
+does in AWS.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import fnmatch
 import importlib.util
 import json
 import logging
 import re
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 from . import template
 
@@ -59,7 +65,8 @@ def load_handlers() -> dict[str, Handler]:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
-        handlers[logical_id] = module.handler
+        # a Lambda Web Adapter function (Handler: run.sh) is an ASGI app, the others Lambda handlers
+        handlers[logical_id] = module.handler if hasattr(module, "handler") else module.app
     return handlers
 
 
@@ -81,11 +88,46 @@ def _compile(path: str) -> re.Pattern[str]:
 
 
 @dataclass
+class Admitted:
+    """A request the gateway lets through: its route, path parameters and proxy event (v1)."""
+    route: template.Route
+    params: dict[str, str]
+    event: dict[str, Any]
+
+
+class _Bucket:
+    """API Gateway's token bucket (stage throttling: rate per second, burst)."""
+
+    def __init__(self, rate: float, burst: int):
+        self.rate, self.burst = rate, burst
+        self.tokens, self.at = float(burst), time.monotonic()
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self.lock:
+            now = time.monotonic()
+            self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+            self.at = now
+            if self.tokens < 1:
+                return False
+            self.tokens -= 1
+            return True
+
+
+MAX_PAYLOAD_BYTES = 10 * 1024 * 1024  # a REST API's request payload quota (REQUEST_TOO_LARGE beyond it)
+CONTEXT_HEADER = "x-amzn-request-context"  # how the Lambda Web Adapter hands the request context to the app
+
+
+@dataclass
 class Gateway:
+    """The public REST API: routes, the REQUEST authorizer (cached per identity value), stage throttling,
+    the payload quota and the Gateway Responses, all read from the template."""
     handlers: dict[str, Handler]
     routes: list[template.Route] = field(default_factory=template.http_routes)
     authorizer: Optional[template.Authorizer] = field(default_factory=template.http_authorizer)
+    responses: dict[str, tuple[Optional[int], dict[str, str], str]] = field(default_factory=template.gateway_responses)
     api_id: str = "local"
+    stage: str = "local"
     _cache: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -94,6 +136,7 @@ class Gateway:
             ((r, _compile(r.path)) for r in self.routes),
             key=lambda rc: ("+}" in rc[0].path, rc[0].path.count("{"), -len(rc[0].path)),
         )
+        self._bucket = _Bucket(*template.throttling())
 
     def match(self, method: str, path: str) -> Optional[tuple[template.Route, dict[str, str]]]:
         for route, regex in self._compiled:
@@ -104,102 +147,208 @@ class Gateway:
                 return route, found.groupdict()
         return None
 
+    def gateway_response(self, kind: str, default_status: int, message: str) -> HttpResponse:
+        """What API Gateway answers itself: the template's Gateway Response for `kind` (else DEFAULT_4XX /
+        DEFAULT_5XX, else API Gateway's bare `{"message": ...}`)."""
+        fallback = "DEFAULT_5XX" if default_status >= 500 else "DEFAULT_4XX"
+        spec = self.responses.get(kind) or self.responses.get(fallback)
+        if spec is None:
+            return _bare(default_status, message)
+        status, headers, body = spec
+        return HttpResponse(status or default_status, {"content-type": "application/json",
+                                                       **{k.lower(): v for k, v in headers.items()}}, body.encode())
+
     def event(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes,
               route: template.Route, params: dict[str, str], authorizer: Optional[dict[str, Any]]) -> dict[str, Any]:
-        lowered: dict[str, str] = {}
+        """A REST API Lambda proxy (v1) event."""
+        single: dict[str, str] = {}
+        multi: dict[str, list[str]] = {}
         for k, v in headers.items():
-            k = k.lower()
-            lowered[k] = f"{lowered[k]},{v}" if k in lowered else v
+            single[k] = v
+            multi.setdefault(k, []).append(v)
         qs: dict[str, str] = {}
+        mqs: dict[str, list[str]] = {}
         for k, v in parse_qsl(query, keep_blank_values=True):
-            qs[k] = f"{qs[k]},{v}" if k in qs else v
+            qs[k] = v  # the last value, as API Gateway does
+            mqs.setdefault(k, []).append(v)
         now = time.time()
         try:
             text, b64 = body.decode(), False
         except UnicodeDecodeError:
             text, b64 = base64.b64encode(body).decode(), True
+        lowered = {k.lower(): v for k, v in headers.items()}
         event: dict[str, Any] = {
-            "version": "2.0",
-            "routeKey": route.key,
-            "rawPath": path,
-            "rawQueryString": query,
-            "headers": lowered,
+            "resource": route.path,
+            "path": path,
+            "httpMethod": method,
+            "headers": single or None,
+            "multiValueHeaders": multi or None,
+            "queryStringParameters": qs or None,
+            "multiValueQueryStringParameters": mqs or None,
+            "pathParameters": params or None,
+            "stageVariables": None,
             "requestContext": {
                 "accountId": "123456789012",
                 "apiId": self.api_id,
                 "domainName": lowered.get("host", "localhost"),
                 "domainPrefix": self.api_id,
-                "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1",
-                         "userAgent": lowered.get("user-agent", "")},
-                "requestId": uuid.uuid4().hex,
-                "routeKey": route.key,
-                "stage": "$default",
-                "time": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
-                "timeEpoch": int(now * 1000),
+                "extendedRequestId": uuid.uuid4().hex,
+                "httpMethod": method,
+                "identity": {"sourceIp": "127.0.0.1", "userAgent": lowered.get("user-agent", "")},
+                "path": f"/{self.stage}{path}",
+                "protocol": "HTTP/1.1",
+                "requestId": str(uuid.uuid4()),
+                "requestTime": time.strftime("%d/%b/%Y:%H:%M:%S +0000", time.gmtime(now)),
+                "requestTimeEpoch": int(now * 1000),
+                "resourceId": uuid.uuid4().hex[:6],
+                "resourcePath": route.path,
+                "stage": self.stage,
             },
+            "body": text if body else None,
             "isBase64Encoded": b64,
         }
-        if qs:
-            event["queryStringParameters"] = qs
-        if params:
-            event["pathParameters"] = params
-        if body:
-            event["body"] = text
         if authorizer is not None:
-            event["requestContext"]["authorizer"] = {"lambda": authorizer}
+            event["requestContext"]["authorizer"] = authorizer
         return event
 
+    def _method_arn(self, event: dict[str, Any]) -> str:
+        return (f"arn:aws:execute-api:{template.REGION}:{template.ACCOUNT}:{self.api_id}/{self.stage}/"
+                f"{event['httpMethod']}{event['path']}")
+
     def _authorize(self, event: dict[str, Any]) -> tuple[Optional[dict[str, Any]], Optional[HttpResponse]]:
+        """The REQUEST authorizer: no identity header -> UNAUTHORIZED without a call; a Deny (or a policy
+        that does not cover this method) -> ACCESS_DENIED; a failure -> AUTHORIZER_FAILURE."""
         assert self.authorizer is not None
-        identity = event["headers"].get(self.authorizer.header.lower())
+        header = self.authorizer.header.lower()
+        identity = next((v for k, v in (event["headers"] or {}).items() if k.lower() == header), "")
         if not identity:
-            return None, _bare(401, "Unauthorized")
+            return None, self.gateway_response("UNAUTHORIZED", 401, "Unauthorized")
         cached = self._cache.get(identity)
         if cached and cached[0] > time.time():
             answer = cached[1]
         else:
             auth_event = {
-                "version": "2.0", "type": "REQUEST",
-                "routeArn": f"arn:aws:execute-api:us-east-1:123456789012:{self.api_id}/$default/"
-                            f"{event['requestContext']['http']['method']}{event['rawPath']}",
-                "identitySource": [identity], "routeKey": event["routeKey"], "rawPath": event["rawPath"],
-                "rawQueryString": event["rawQueryString"], "headers": event["headers"],
-                "requestContext": event["requestContext"], "pathParameters": event.get("pathParameters", {}),
+                "type": "REQUEST", "methodArn": self._method_arn(event), "resource": event["resource"],
+                "path": event["path"], "httpMethod": event["httpMethod"], "headers": event["headers"],
+                "multiValueHeaders": event["multiValueHeaders"],
+                "queryStringParameters": event["queryStringParameters"],
+                "multiValueQueryStringParameters": event["multiValueQueryStringParameters"],
+                "pathParameters": event["pathParameters"], "stageVariables": None,
+                "requestContext": event["requestContext"],
             }
             try:
                 answer = invoke(self.handlers, self.authorizer.function, auth_event)
-            except Exception:  # noqa: BLE001 - API Gateway answers 500 when the authorizer fails
-                return None, _bare(500, "Internal Server Error")
+            except Exception:  # noqa: BLE001 - API Gateway answers AUTHORIZER_FAILURE (500)
+                log.exception("authorizer failed")
+                return None, self.gateway_response("AUTHORIZER_FAILURE", 500, "Internal Server Error")
+            if not isinstance(answer, dict) or "policyDocument" not in answer or "principalId" not in answer:
+                return None, self.gateway_response("AUTHORIZER_CONFIGURATION_ERROR", 500, "Internal Server Error")
             if self.authorizer.ttl_seconds:
                 self._cache[identity] = (time.time() + self.authorizer.ttl_seconds, answer)
-        if not answer.get("isAuthorized"):
-            return None, _bare(403, "Forbidden")
-        return dict(answer.get("context") or {}), None
+        if not _allows(answer["policyDocument"], self._method_arn(event)):
+            return None, self.gateway_response("ACCESS_DENIED", 403, "User is not authorized to access this resource")
+        context = {k: str(v) for k, v in (answer.get("context") or {}).items()}
+        return {"principalId": answer["principalId"], **context, "integrationLatency": 0}, None
 
-    def handle(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> HttpResponse:
+    def admit(self, method: str, path: str, query: str, headers: dict[str, str],
+              body: bytes | int) -> tuple[Optional[Admitted], Optional[HttpResponse]]:
+        """Everything API Gateway does before the integration: throttling, the payload quota, routing
+        (an unknown route or method is MISSING_AUTHENTICATION_TOKEN), the authorizer. `body` may be the
+        body's length (a streamed request)."""
         method = method.upper()
+        if not self._bucket.take():
+            return None, self.gateway_response("THROTTLED", 429, "Too Many Requests")
+        if (body if isinstance(body, int) else len(body)) > MAX_PAYLOAD_BYTES:
+            return None, self.gateway_response("REQUEST_TOO_LARGE", 413, "Request Too Long")
         found = self.match(method, path)
         if found is None:
-            return _bare(404, "Not Found")
+            return None, self.gateway_response("MISSING_AUTHENTICATION_TOKEN", 403, "Missing Authentication Token")
         route, params = found
-        event = self.event(method, path, query, headers, body, route, params, None)
+        headers = {k: v for k, v in headers.items() if k.lower() != CONTEXT_HEADER}
+        event = self.event(method, path, query, headers, body if isinstance(body, bytes) else b"", route, params,
+                           None)
         if self.authorizer is not None:
             context, denied = self._authorize(event)
             if denied:
-                return denied
-            event["requestContext"]["authorizer"] = {"lambda": context}
+                return None, denied
+            event["requestContext"]["authorizer"] = context
+        return Admitted(route, params, event), None
+
+    def handle(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> HttpResponse:
+        admitted, answer = self.admit(method, path, query, headers, body)
+        if admitted is None:
+            assert answer is not None
+            return answer
+        if admitted.route.streaming:  # the ASGI app, buffered here (the local server streams it)
+            return call_asgi(self.handlers[admitted.route.function], admitted.event, body)
         try:
-            result = invoke(self.handlers, route.function, event)
-        except Exception:  # noqa: BLE001 - an unhandled Lambda error is API Gateway's 500
-            log.exception("unhandled error in %s", route.function)
-            return _bare(500, "Internal Server Error")
+            result = invoke(self.handlers, admitted.route.function, admitted.event)
+        except Exception:  # noqa: BLE001 - an unhandled Lambda error is API Gateway's 502
+            log.exception("unhandled error in %s", admitted.route.function)
+            return self.gateway_response("DEFAULT_5XX", 502, "Internal server error")
         return from_proxy(result)
 
 
+def _allows(policy: dict[str, Any], method_arn: str) -> bool:
+    """An IAM policy's verdict on execute-api:Invoke of this method (explicit Deny wins)."""
+    allowed = False
+    for statement in policy.get("Statement") or []:
+        resources = statement.get("Resource")
+        resources = resources if isinstance(resources, list) else [resources]
+        if not any(fnmatch.fnmatchcase(method_arn, r) for r in resources if isinstance(r, str)):
+            continue
+        if statement.get("Effect") == "Deny":
+            return False
+        allowed = allowed or statement.get("Effect") == "Allow"
+    return allowed
+
+
+def asgi_scope(event: dict[str, Any]) -> dict[str, Any]:
+    """The HTTP request the Lambda Web Adapter makes from a proxy event (the request context in a header)."""
+    headers = [(k.lower().encode(), v.encode()) for k, v in (event.get("headers") or {}).items()
+               if k.lower() != CONTEXT_HEADER]
+    headers.append((CONTEXT_HEADER.encode(), json.dumps(event["requestContext"]).encode()))
+    query = "&".join(f"{quote(k)}={quote(v)}" for k, values in
+                     (event.get("multiValueQueryStringParameters") or {}).items() for v in values)
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": event["httpMethod"],
+            "scheme": "http", "path": event["path"], "raw_path": event["path"].encode(),
+            "query_string": query.encode(), "root_path": "", "headers": headers,
+            "client": ("127.0.0.1", 0), "server": ("127.0.0.1", 8080)}
+
+
+def call_asgi(app: Any, event: dict[str, Any], body: bytes) -> HttpResponse:
+    """Run the ASGI app on one request to completion (an SSE response is read until it ends)."""
+    out: dict[str, Any] = {"status": 500, "headers": {}, "chunks": []}
+
+    async def run() -> None:
+        sent = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()  # the client never goes away here
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                out["status"] = message["status"]
+                out["headers"] = {k.decode(): v.decode() for k, v in message.get("headers", [])}
+            elif message["type"] == "http.response.body":
+                out["chunks"].append(message.get("body", b""))
+
+        await app(asgi_scope(event), receive, send)
+
+    asyncio.run(run())
+    return HttpResponse(out["status"], out["headers"], b"".join(out["chunks"]))
+
+
 def from_proxy(result: Any) -> HttpResponse:
-    """Lambda proxy v2 response -> HTTP response (API Gateway's interpretation)."""
+    """Lambda proxy response -> HTTP response (API Gateway's interpretation)."""
     if not isinstance(result, dict) or "statusCode" not in result:
-        return HttpResponse(200, {"content-type": "application/json"}, json.dumps(result).encode())
+        return HttpResponse(502, {"content-type": "application/json"},
+                            json.dumps({"message": "Internal server error"}).encode())
     raw = result.get("body") or ""
     body = base64.b64decode(raw) if result.get("isBase64Encoded") else raw.encode()
     headers = {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()}

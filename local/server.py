@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import pathlib
-import re
 import socket
 import subprocess
 import sys
@@ -261,60 +260,13 @@ class LocalStack:
         from starlette.applications import Starlette
         from starlette.concurrency import run_in_threadpool
         from starlette.requests import Request
-        from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+        from starlette.responses import FileResponse, JSONResponse, Response
         from starlette.routing import Route
 
-        from .websocket import ChunkJoiner
+        from . import apigw
 
-        gateway, ws = self.http, self.ws
+        gateway = self.http
         dashboard = ROOT / "dashboard" / "index.html"
-        events_path = re.compile(r"^/v1/agents/sessions/([^/]+)/events$")
-
-        async def sse(request: Request, session_id: str) -> Response:
-            """GET .../events as server-sent events: a subscriber of the same fan-out as WebSocket
-            clients (the real $connect and subscribe handlers), live only."""
-            headers = dict(request.headers)
-            check = await run_in_threadpool(gateway.handle, "GET", f"/v1/agents/sessions/{session_id}", "",
-                                            headers, b"")  # authorizer, beta header, tenant ownership
-            if check.status != 200:
-                return Response(check.body, status_code=check.status, headers=check.headers)
-            loop = asyncio.get_running_loop()
-            queue: asyncio.Queue[str] = asyncio.Queue()
-            connection_id = await run_in_threadpool(
-                ws.connect, lambda text: loop.call_soon_threadsafe(queue.put_nowait, text),
-                {"authorization": headers.get("authorization", "")})
-            if connection_id is None:
-                return Response(b'{"message":"Unauthorized"}', status_code=401)
-            await run_in_threadpool(ws.message, connection_id,
-                                    json.dumps({"action": "subscribe", "session_id": session_id}))
-            first = json.loads(await asyncio.wait_for(queue.get(), timeout=10))
-            if first.get("type") != "subscribed":
-                await run_in_threadpool(ws.disconnect, connection_id)
-                return Response(json.dumps({"error": first.get("error")}).encode(), status_code=404,
-                                headers={"content-type": "application/json", "x-should-retry": "false"})
-
-            chunks = ChunkJoiner()
-
-            async def stream() -> Any:
-                try:
-                    yield ": subscribed\n\n"
-                    while True:
-                        try:
-                            text = await asyncio.wait_for(queue.get(), timeout=15)
-                        except TimeoutError:
-                            yield ": keep-alive\n\n"
-                            continue
-                        text = chunks.feed(text)  # an event over 128 KB arrives in chunks
-                        if text is None:
-                            continue
-                        kind = json.loads(text).get("type", "message")
-                        yield f"event: {kind}\ndata: {text}\n\n"
-                finally:  # not awaited: a client that went away cancels this generator, and the
-                    # subscriber must still be unlisted
-                    loop.run_in_executor(None, ws.disconnect, connection_id)
-
-            return StreamingResponse(stream(), media_type="text/event-stream",
-                                     headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
         def dashboard_settings(request: Request) -> Response:
             """The dashboard's base URL and dev key, so the page needs no typing here. Only the local
@@ -334,15 +286,32 @@ class LocalStack:
                 return FileResponse(dashboard, headers={"cache-control": "no-cache"})
             if path == "/local-stack.json" and request.method == "GET":
                 return dashboard_settings(request)
-            found = events_path.match(path)
-            if found and request.method == "GET" and "text/event-stream" in request.headers.get("accept", ""):
-                return await sse(request, found.group(1))
             body = await request.body()
             result = await run_in_threadpool(gateway.handle, request.method, path,
                                              request.url.query, dict(request.headers), body)
             return Response(result.body, status_code=result.status, headers=result.headers)
 
-        return Starlette(routes=[Route("/{path:path}", proxy, methods=["GET", "POST", "DELETE", "PUT", "PATCH"])])
+        buffered = Starlette(routes=[Route("/{path:path}", proxy, methods=["GET", "POST", "DELETE", "PUT", "PATCH"])])
+        handlers = self.handlers
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            """A streaming route (responseTransferMode STREAM) goes, once admitted by the gateway, to its
+            function's ASGI app as the Lambda Web Adapter would pass it: the same app as in AWS, streamed."""
+            found = gateway.match(scope["method"].upper(), scope["path"]) if scope["type"] == "http" else None
+            if found is None or not found[0].streaming:
+                await buffered(scope, receive, send)
+                return
+            headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+            admitted, answer = await run_in_threadpool(gateway.admit, scope["method"], scope["path"],
+                                                       scope["query_string"].decode("latin-1"), headers,
+                                                       int(headers.get("content-length") or 0))
+            if admitted is None:
+                assert answer is not None
+                await Response(answer.body, status_code=answer.status, headers=answer.headers)(scope, receive, send)
+                return
+            await handlers[admitted.route.function](apigw.asgi_scope(admitted.event), receive, send)
+
+        return app
 
     # -- the WebSocket API and its @connections management API --------------------------------------
     def _ws_app(self) -> Any:

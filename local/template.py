@@ -7,7 +7,7 @@ import pathlib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 
@@ -51,20 +51,52 @@ class Route:
     method: str
     path: str
     function: str  # logical id
+    streaming: bool = False  # a Lambda proxy integration with responseTransferMode STREAM
 
     @property
     def key(self) -> str:
         return f"{self.method} {self.path}"
 
 
+def public_api() -> dict[str, Any]:
+    return next(iter(resources("AWS::Serverless::Api").values()))["Properties"]
+
+
 def http_routes() -> list[Route]:
+    """The public REST API's routes: the functions' `Api` events (`ResponseTransferMode: RESPONSE_STREAM`:
+    a streaming integration)."""
     routes = []
     for logical_id, res in resources("AWS::Serverless::Function").items():
         for event in (res["Properties"].get("Events") or {}).values():
-            if event["Type"] == "HttpApi":
+            if event["Type"] == "Api":
                 props = event["Properties"]
-                routes.append(Route(props["Method"].upper(), props["Path"], logical_id))
+                routes.append(Route(props["Method"].upper(), props["Path"], logical_id,
+                                    props.get("ResponseTransferMode") == "RESPONSE_STREAM"))
     return routes
+
+
+def gateway_responses() -> dict[str, tuple[Optional[int], dict[str, str], str]]:
+    """Response type -> (status or None: the default's, headers, body) from the API's GatewayResponses."""
+    out = {}
+    for kind, spec in (public_api().get("GatewayResponses") or {}).items():
+        headers = {k: v.strip("'") for k, v in ((spec.get("ResponseParameters") or {}).get("Headers") or {}).items()}
+        body = (spec.get("ResponseTemplates") or {}).get("application/json", "")
+        out[kind] = (int(spec["StatusCode"]) if spec.get("StatusCode") else None, headers, body)
+    return out
+
+
+def throttling() -> tuple[float, int]:
+    """The stage-wide (rate per second, burst) of the API's MethodSettings; parameters resolve to defaults."""
+    for setting in public_api().get("MethodSettings") or []:
+        if setting.get("ResourcePath") == "/*":
+            return float(_parameter(setting["ThrottlingRateLimit"])), int(_parameter(setting["ThrottlingBurstLimit"]))
+    return 10_000.0, 5_000  # API Gateway's account-level defaults
+
+
+def _parameter(value: Any) -> Any:
+    if isinstance(value, dict) and "Ref" in value:
+        return load()["Parameters"][value["Ref"]]["Default"]
+    return value
 
 
 def function_dirs() -> dict[str, pathlib.Path]:
@@ -79,8 +111,7 @@ class Authorizer:
 
 
 def http_authorizer() -> Authorizer:
-    api = next(iter(resources("AWS::Serverless::HttpApi").values()))
-    auth = api["Properties"]["Auth"]
+    auth = public_api()["Auth"]
     spec = auth["Authorizers"][auth["DefaultAuthorizer"]]
     function = spec["FunctionArn"]["Fn::GetAtt"][0]
     identity = spec.get("Identity", {})

@@ -1,4 +1,4 @@
-"""Agent create/update/delete and Session create/update/delete (HTTP API, Lambda proxy v2).
+"""Agent create/update/delete and Session update/delete (REST API, Lambda proxy v1).
 
 Validation order: beta header, body shape (official messages), execution parser (protocol errors),
 saved reference resolution, Harness declaration check -> 400 before anything is written.
@@ -14,12 +14,9 @@ from agents_core.store import default_store
 app = new_app()
 
 
+# Session create (`POST /v1/agents/sessions`, streamed or not) is the streaming function's
+# (functions/session_stream): API Gateway cannot route on the body's `stream` member.
 # Literal routes before parameterised ones (`/v1/agents/sessions` is not an agent id).
-@app.post("/v1/agents/sessions")
-def create_session():
-    return json_response(200, sessions.create(default_store(), tenant(app), body(app)))
-
-
 @app.post("/v1/agents/sessions/<session_id>/stream_tickets")
 def create_stream_ticket(session_id: str):
     """Extension: a single-use WebSocket ticket for browsers (they cannot set headers)."""
@@ -53,7 +50,7 @@ def delete_agent(agent_id: str):
     return json_response(200, agents.delete(default_store(), tenant(app), agent_id))
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False)
 @metrics.log_metrics
 def handler(event, context):
     return entrypoint(app, event, context)

@@ -1,8 +1,10 @@
-"""HTTP API Lambda authorizer (payload 2.0, simple responses): bearer API key -> tenant.
+"""REST API Lambda authorizer (REQUEST type, cached per Authorization header): bearer API key -> tenant.
 
-Keys are looked up by SHA-256; API Gateway caches the answer per Authorization header. An unknown
-key is passed on with an empty tenant, so the API answers with the official 401 envelope rather
-than API Gateway's bare 403; the handlers refuse every request without a tenant.
+Keys are looked up by SHA-256. A known key gets an Allow for the whole API (the answer is cached per
+Authorization header for every route, so the policy must not name only the first method) with the
+tenant in the context (`requestContext.authorizer.tenant`); an unknown key gets a Deny, which API
+Gateway answers with the ACCESS_DENIED gateway response: the official 401 `invalid_api_key` envelope
+(template.yaml). A request without the header never reaches here (UNAUTHORIZED, the same envelope).
 """
 
 from agents_core.observability import logger
@@ -16,11 +18,24 @@ def _bearer(event) -> str:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
+def _api_arn(method_arn: str) -> str:
+    """arn:aws:execute-api:region:account:api/stage/METHOD/path -> arn:...:api/stage/* (every route)."""
+    arn, _, rest = method_arn.partition(":execute-api:")
+    parts = rest.split("/")
+    return f"{arn}:execute-api:{'/'.join(parts[:2])}/*"
+
+
+def policy(principal: str, effect: str, method_arn: str, context: dict) -> dict:
+    return {"principalId": principal, "context": context, "policyDocument": {
+        "Version": "2012-10-17",
+        "Statement": [{"Action": "execute-api:Invoke", "Effect": effect, "Resource": _api_arn(method_arn)}]}}
+
+
 @logger.inject_lambda_context(log_event=False)
 def handler(event, context):
     token = _bearer(event)
     tenant = default_store().tenant_for_api_key(token) if token else None
     if tenant is None:
         logger.info("rejected API key")  # never the key itself
-        return {"isAuthorized": True, "context": {"tenant": "", "auth_error": "invalid_api_key"}}
-    return {"isAuthorized": True, "context": {"tenant": tenant}}
+        return policy("anonymous", "Deny", event["methodArn"], {})
+    return policy(tenant, "Allow", event["methodArn"], {"tenant": tenant})

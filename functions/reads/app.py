@@ -1,8 +1,8 @@
-"""Every GET: retrieve and list Agents, Sessions, Turns and Items (a Session read is one GetItem)."""
+"""Every buffered GET: retrieve and list Agents, Sessions, Turns and Items (a Session read is one GetItem).
+The SSE stream (`GET .../events`) is the streaming function's (functions/session_stream)."""
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_contract.errors import InvalidRequest
 from agents_core import agents, sessions
 from agents_core.http import entrypoint, json_response, new_app, query, tenant
 from agents_core.observability import logger, metrics
@@ -22,15 +22,6 @@ def list_sessions():
 def retrieve_session(session_id: str):
     logger.append_keys(session_id=session_id)
     return json_response(200, sessions.retrieve(default_store(), tenant(app), session_id))
-
-
-@app.get("/v1/agents/sessions/<session_id>/events")
-def stream_events(session_id: str):
-    # API Gateway HTTP APIs cannot stream a response; the local stack serves SSE itself.
-    sessions.retrieve(default_store(), tenant(app), session_id)  # foreign ids stay 404
-    raise InvalidRequest("Server-sent events are not available on this deployment's HTTP API yet; subscribe "
-                         "through the WebSocket API (action: subscribe) for the same agent.session.* events.",
-                         param=None, code="unsupported_transport")
 
 
 @app.get("/v1/agents/sessions/<session_id>/turns")
@@ -64,7 +55,7 @@ def retrieve_agent(agent_id: str):
     return json_response(200, agents.retrieve(default_store(), tenant(app), agent_id))
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False)
 @metrics.log_metrics
 def handler(event, context):
     return entrypoint(app, event, context)

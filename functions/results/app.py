@@ -19,7 +19,7 @@ def submit_events(session_id: str):
     return Response(status_code=202, content_type="application/json", body="")
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, log_event=False)
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False)
 @metrics.log_metrics
 def handler(event, context):
     return entrypoint(app, event, context)

@@ -96,12 +96,17 @@ def test_exact_numbers_survive_save_and_read(gateway, keys):
     assert b'"maximum":0.10000000000000000001' in read.body
 
 
-def test_stream_true_is_a_clear_400_until_live_events(client, aws):
+def test_a_rejected_streamed_create_is_the_same_400_and_writes_nothing(client, aws):
     before = scan(aws)
-    with pytest.raises(openai.BadRequestError) as err:
-        client.beta.agents.sessions.create(environment={"type": "none"}, input="x", agent={"model": "m"},
-                                           stream=True)
-    assert err.value.body["param"] == "stream"
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as err:
+            client.beta.agents.sessions.create(environment={"type": "none"}, input="x",
+                                               agent={"model": "m", "tools": [{"type": "code_interpreter"}]},
+                                               stream=stream)
+        assert err.value.body["param"] == "agent.tools[0].type"
+    with pytest.raises(openai.BadRequestError) as err:  # stream: true needs a first Turn to stream
+        client.beta.agents.sessions.create(environment={"type": "openai_hosted"}, agent={"model": "m"}, stream=True)
+    assert err.value.body["param"] in ("input", "environment")
     assert scan(aws) == before
 
 
@@ -121,9 +126,10 @@ def test_invalid_api_key_is_401_with_the_envelope(gateway, keys):
     assert err.value.body["code"] == "invalid_api_key"
 
 
-def test_missing_authorization_header_is_api_gateways_bare_401(gateway):
+def test_missing_authorization_header_is_the_official_401(gateway):
     response = gateway.handle("GET", "/v1/agents", "", {"openai-beta": "agents=v1"}, b"")
-    assert (response.status, json.loads(response.body)) == (401, {"message": "Unauthorized"})
+    assert response.status == 401 and response.headers["x-should-retry"] == "false"
+    assert json.loads(response.body)["error"]["code"] == "invalid_api_key"
 
 
 @pytest.mark.parametrize("raw,message", [
@@ -157,8 +163,11 @@ def test_oversized_configuration_is_a_clear_400(client, aws):
     assert scan(aws) == before
 
 
-def test_unknown_route_is_404(gateway, keys):
-    assert gateway.handle("GET", "/v1/nothing", "", {}, b"").status == 404
+def test_unknown_route_is_404_in_the_official_envelope(gateway, keys):
+    response = gateway.handle("GET", "/v1/nothing", "", {}, b"")
+    assert response.status == 404
+    assert json.loads(response.body)["error"] == {"message": "Invalid URL or method for this route.",
+                                                  "type": "not_found_error", "param": None, "code": "invalid_url"}
 
 
 def test_sdk_uses_httpx2_transport():

@@ -3,7 +3,7 @@
 import json
 
 from agents_core.apikeys import create_key
-from local.apigw import LambdaContext
+from local.apigw import LambdaContext, call_asgi
 from tests.conftest import load_event
 
 
@@ -15,17 +15,23 @@ def test_every_function_has_a_sample_event(root):
 
 def test_authorizer_event(handlers, store):
     event = load_event("authorizer-request.json")
-    assert handlers["AuthorizerFunction"](event, LambdaContext("auth")) == {
-        "isAuthorized": True, "context": {"tenant": "", "auth_error": "invalid_api_key"}}
+    denied = handlers["AuthorizerFunction"](event, LambdaContext("auth"))
+    assert denied["policyDocument"]["Statement"] == [{"Action": "execute-api:Invoke", "Effect": "Deny",
+                                                      "Resource": "arn:aws:execute-api:us-east-1:123456789012:abc123/dev/*"}]
     create_key(store, "tenant-example", "sk-agents-example")
-    assert handlers["AuthorizerFunction"](event, LambdaContext("auth"))["context"] == {"tenant": "tenant-example"}
+    allowed = handlers["AuthorizerFunction"](event, LambdaContext("auth"))
+    assert allowed["context"] == {"tenant": "tenant-example"} and allowed["principalId"] == "tenant-example"
+    # cached per Authorization header for every route: the policy covers the whole stage, not this method
+    assert allowed["policyDocument"]["Statement"][0]["Effect"] == "Allow"
+    assert allowed["policyDocument"]["Statement"][0]["Resource"].endswith("abc123/dev/*")
 
 
 def test_admission_and_reads_events(handlers, store):
     created = handlers["AdmissionFunction"](load_event("admission-create-agent.json"), LambdaContext("a"))
     assert created["statusCode"] == 200 and json.loads(created["body"])["object"] == "agent"
-    session = handlers["AdmissionFunction"](load_event("admission-create-session.json"), LambdaContext("a"))
-    assert json.loads(session["body"])["status"] == "in_progress"
+    event = load_event("session_stream-create-session.json")  # the Lambda Web Adapter's function: an ASGI app
+    session = call_asgi(handlers["SessionStreamFunction"], event, event["body"].encode())
+    assert session.status == 200 and json.loads(session.body)["status"] == "in_progress"
     listed = handlers["ReadsFunction"](load_event("reads-list-sessions.json"), LambdaContext("r"))
     assert len(json.loads(listed["body"])["data"]) == 1
     agents = handlers["ReadsFunction"](load_event("reads-list-agents.json"), LambdaContext("r"))

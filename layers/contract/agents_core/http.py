@@ -2,7 +2,8 @@
 
 - The official envelope on every non-2xx; deterministic 4xx answers carry `x-should-retry: false`
   (the official SDK otherwise retries 409s twice).
-- `OpenAI-Beta: agents=v1` is required; the caller's tenant comes from the Lambda authorizer.
+- `OpenAI-Beta: agents=v1` is required; the caller's tenant comes from the Lambda authorizer (REST API
+  proxy events: `requestContext.authorizer.tenant`).
 - Bodies are parsed with exact numbers (saved Agents keep every pinned value).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Optional
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agents_contract import jsonutil, surface
@@ -39,8 +40,8 @@ def _proxy(response: Response) -> dict[str, Any]:
             "body": response.body, "isBase64Encoded": False}
 
 
-def new_app() -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver()
+def new_app() -> APIGatewayRestResolver:
+    app = APIGatewayRestResolver()
 
     @app.exception_handler(AgentsError)
     def _domain(error: AgentsError) -> Response:
@@ -60,12 +61,17 @@ def new_app() -> APIGatewayHttpResolver:
     return app
 
 
-def tenant(app: APIGatewayHttpResolver) -> str:
-    authorizer = app.current_event.raw_event.get("requestContext", {}).get("authorizer", {}) or {}
-    return (authorizer.get("lambda") or {}).get("tenant") or ""
+def event_tenant(event: dict[str, Any]) -> str:
+    """The tenant the REST API's Lambda authorizer put in the request context (empty: none)."""
+    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
+    return authorizer.get("tenant") or ""
 
 
-def body(app: APIGatewayHttpResolver) -> Any:
+def tenant(app: APIGatewayRestResolver) -> str:
+    return event_tenant(app.current_event.raw_event)
+
+
+def body(app: APIGatewayRestResolver) -> Any:
     event = app.current_event.raw_event
     raw = event.get("body") or ""
     # surrogatepass: a str body holding a lone surrogate reaches the parser as invalid UTF-8 (a 400).
@@ -73,6 +79,11 @@ def body(app: APIGatewayHttpResolver) -> Any:
         data = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode("utf-8", "surrogatepass")
     except ValueError:
         raise InvalidRequest(jsonutil.UNPARSABLE, param=None) from None
+    return parse_body(data)
+
+
+def parse_body(data: bytes) -> Any:
+    """A request body as bytes -> the parsed JSON object (exact numbers), or the official 4xx."""
     if len(data) > get_settings().max_body_bytes:
         raise PayloadTooLarge(f"The request body is larger than {get_settings().max_body_bytes} bytes.")
     if not data.strip():
@@ -80,7 +91,7 @@ def body(app: APIGatewayHttpResolver) -> Any:
     return jsonutil.loads_request(data)
 
 
-def query(app: APIGatewayHttpResolver) -> dict[str, str]:
+def query(app: APIGatewayRestResolver) -> dict[str, str]:
     return dict(app.current_event.raw_event.get("queryStringParameters") or {})
 
 
@@ -91,20 +102,24 @@ def _header(event: dict[str, Any], name: str) -> Optional[str]:
     return None
 
 
-def entrypoint(app: APIGatewayHttpResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
+def admission_error(tenant_id: str, beta: Optional[str]) -> Optional[AgentsError]:
+    """Authentication, then the beta header: what every route checks first (buffered or streaming)."""
+    if not tenant_id:
+        return Unauthorized("Incorrect API key provided. Send 'Authorization: Bearer <your API key>'.")
+    if BETA not in [part.strip() for part in (beta or "").split(",")]:
+        return InvalidBeta()
+    return None
+
+
+def entrypoint(app: APIGatewayRestResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Authentication, then the beta header, then the route."""
     if not get_settings().powertools_metrics_disabled:
         metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
-    authorizer = (event.get("requestContext", {}).get("authorizer") or {}).get("lambda") or {}
-    if not authorizer.get("tenant"):
-        return _proxy(error_response(Unauthorized(
-            "Incorrect API key provided. Send 'Authorization: Bearer <your API key>'.")))
-    beta = _header(event, "openai-beta") or ""
-    if BETA not in [part.strip() for part in beta.split(",")]:
-        return _proxy(error_response(InvalidBeta()))
+    rejected = admission_error(event_tenant(event), _header(event, "openai-beta"))
+    if rejected is not None:
+        return _proxy(error_response(rejected))
     logger.append_keys(request_id=event.get("requestContext", {}).get("requestId"))
-    method = (event.get("requestContext", {}).get("http") or {}).get("method") or ""
-    not_built = surface.not_built(method, event.get("rawPath") or "")
+    not_built = surface.not_built(event.get("httpMethod") or "", event.get("path") or "")
     if not_built is not None:  # answered before routing: `/v1/agents/environments` is no Agent id
         return _proxy(error_response(not_built))
     return app.resolve(event, context)

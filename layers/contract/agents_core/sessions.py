@@ -64,11 +64,9 @@ def _position(item_identifier: str) -> Optional[int]:
 
 def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     request = parser.parse_session_create(body)
-    if request.stream:
-        raise InvalidRequest(
-            "stream: true is not supported yet; create the Session, then read it, its Turns and Items.",
-            param="stream",
-        )
+    if request.stream and request.input is None and request.environment.type != "self_hosted":
+        # contract notes: `input` is required when `stream` is true for a non-self-hosted environment
+        raise InvalidRequest("Missing required parameter: 'input'.", param="input")
     saved: Optional[admission.SavedAgent] = None
     if request.given("agent_id"):
         item = store.get(agent_key(tenant, request.agent_id))

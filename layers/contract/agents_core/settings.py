@@ -32,6 +32,14 @@ class Settings:
     powertools_metrics_disabled: bool = False
     heartbeat_seconds: int = 30
     turn_timeout_seconds: int = 3600
+    # SSE (functions/session_stream): a stream ends cleanly after stream_max_seconds (API Gateway ends a
+    # REST API stream at 15 minutes), sends a comment ping after stream_ping_seconds without an event
+    # (regional endpoints close a stream idle for 5 minutes), and reads the outbox at most
+    # stream_poll_max_ms apart (stream_poll_min_ms right after an event).
+    stream_max_seconds: int = 840
+    stream_ping_seconds: int = 15
+    stream_poll_min_ms: int = 100
+    stream_poll_max_ms: int = 500
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> Settings:
