@@ -139,12 +139,15 @@ class Gateway:
         self._bucket = _Bucket(*template.throttling())
 
     def match(self, method: str, path: str) -> Optional[tuple[template.Route, dict[str, str]]]:
+        """As a REST API resolves a request: the most specific resource whose path matches, then its
+        method (an explicit one before ANY); a resource without the method is no route."""
         for route, regex in self._compiled:
-            if route.method != method:
-                continue
             found = regex.match(path)
             if found:
-                return route, found.groupdict()
+                resource = [r for r, _ in self._compiled if r.path == route.path]
+                chosen = next((r for r in resource if r.method == method), None) or \
+                    next((r for r in resource if r.method == "ANY"), None)
+                return (chosen, found.groupdict()) if chosen else None
         return None
 
     def gateway_response(self, kind: str, default_status: int, message: str) -> HttpResponse:

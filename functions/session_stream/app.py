@@ -131,7 +131,7 @@ async def healthz(request: Request) -> Response:
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
-    return error(NotFound("Invalid URL or method for this route.", code="invalid_url"))
+    return error(NotFound("Invalid URL: no route matches this path.", code="invalid_url"))
 
 
 def _strip_stage(app: Any) -> Any:

@@ -178,14 +178,24 @@ def test_a_missing_key_is_the_official_401_on_every_route_family(local_stack, me
 @pytest.mark.parametrize("method,path", [
     ("PUT", "/agents"), ("PATCH", "/agents/agent_x"), ("PUT", "/agents/sessions"), ("PATCH", "/agents/sessions/s"),
     ("PUT", "/agents/sessions/s/events"), ("POST", "/agents/sessions/s/turns"), ("DELETE", "/agents/sessions/s/items"),
-    ("GET", "/agents/sessions/s/turns/t/items/i"), ("GET", "/nothing"), ("POST", "/agents/sessions/s/x"),
+    ("POST", "/agents/sessions/s/turns/t/items"),
 ])
-def test_an_unknown_route_or_method_is_the_official_404_on_every_route_family(client, local_stack, method, path):
+def test_a_known_route_with_another_method_is_the_official_405_on_every_route_family(client, local_stack, method,
+                                                                                      path):
     response = httpx2.request(method, local_stack["base_url"] + path, content=b"{}", timeout=5,
                               headers={"Authorization": f"Bearer {client.api_key}", "OpenAI-Beta": "agents=v1"})
+    assert response.status_code == 405 and response.headers["x-should-retry"] == "false"
+    assert response.json()["error"] == {"message": f"Invalid method for URL ({method} /v1{path}).",
+                                        "type": "invalid_request_error", "param": None, "code": "method_not_allowed"}
+
+
+@pytest.mark.parametrize("path", ["/nothing", "/agents/sessions/s/turns/t/items/i", "/agents/sessions/s/x"])
+def test_an_unknown_route_is_the_official_404(client, local_stack, path):
+    response = httpx2.request("GET", local_stack["base_url"] + path, timeout=5,
+                              headers={"Authorization": f"Bearer {client.api_key}", "OpenAI-Beta": "agents=v1"})
     assert response.status_code == 404 and response.headers["x-should-retry"] == "false"
-    assert response.json()["error"] == {"message": "Invalid URL or method for this route.", "type": "not_found_error",
-                                        "param": None, "code": "invalid_url"}
+    assert response.json()["error"] == {"message": "Invalid URL: no route matches this path.",
+                                        "type": "not_found_error", "param": None, "code": "invalid_url"}
 
 
 @pytest.fixture(scope="module")

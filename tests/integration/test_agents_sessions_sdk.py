@@ -166,7 +166,7 @@ def test_oversized_configuration_is_a_clear_400(client, aws):
 def test_unknown_route_is_404_in_the_official_envelope(gateway, keys):
     response = gateway.handle("GET", "/v1/nothing", "", {}, b"")
     assert response.status == 404
-    assert json.loads(response.body)["error"] == {"message": "Invalid URL or method for this route.",
+    assert json.loads(response.body)["error"] == {"message": "Invalid URL: no route matches this path.",
                                                   "type": "not_found_error", "param": None, "code": "invalid_url"}
 
 

@@ -37,14 +37,37 @@ def test_every_gateway_response_is_the_official_envelope():
 
 
 @pytest.mark.parametrize("method,path", [
-    ("GET", "/v1/nothing"), ("PUT", "/v1/agents"), ("PATCH", "/v1/agents/agent_1"), ("GET", "/v2/agents"),
-    ("PUT", "/v1/agents/sessions"), ("DELETE", "/v1/agents/sessions/sess_1/events"),
-    ("POST", "/v1/agents/sessions/sess_1/turns"), ("GET", "/v1/agents/sessions/sess_1/stream_tickets"),
+    ("GET", "/v1/nothing"), ("GET", "/v2/agents"), ("GET", "/v1/agents/agent_1/versions"),
+    ("POST", "/v1/agents/sessions/sess_1/turns/turn_1/items/x"), ("GET", "/"), ("DELETE", "/v1"),
 ])
-def test_an_unknown_route_or_method_is_404_invalid_url(gateway, keys, method, path):
+def test_an_unknown_route_is_404_invalid_url(gateway, keys, method, path):
     response = gateway.handle(method, path, "", headers(keys["a"]), b"")
     assert response.status == 404 and response.headers["x-should-retry"] == "false"
-    assert envelope(response)["code"] == "invalid_url"
+    assert envelope(response) == {"message": "Invalid URL: no route matches this path.", "type": "not_found_error",
+                                  "param": None, "code": "invalid_url"}
+
+
+@pytest.mark.parametrize("method,path", [
+    ("PUT", "/v1/agents"), ("PATCH", "/v1/agents/agent_1"), ("PUT", "/v1/agents/sessions"),
+    ("DELETE", "/v1/agents/sessions"),  # the literal resource, not DELETE /v1/agents/{agent_id}
+    ("DELETE", "/v1/agents/sessions/sess_1/events"), ("POST", "/v1/agents/sessions/sess_1/turns"),
+    ("GET", "/v1/agents/sessions/sess_1/stream_tickets"), ("HEAD", "/v1/agents/sessions/sess_1/items"),
+    ("PUT", "/v1/agents/sessions/sess_1/turns/turn_1/items"),
+])
+def test_a_known_route_with_another_method_is_405(gateway, keys, aws, method, path):
+    from tests.integration.conftest import scan
+    before = scan(aws)
+    response = gateway.handle(method, path, "", headers(keys["a"]), b"{}")
+    assert response.status == 405 and response.headers["x-should-retry"] == "false"
+    assert envelope(response) == {"message": f"Invalid method for URL ({method} {path}).",
+                                  "type": "invalid_request_error", "param": None, "code": "method_not_allowed"}
+    assert scan(aws) == before
+
+
+def test_every_known_path_answers_405_for_other_methods():
+    routes = template.http_routes()
+    for path in {r.path for r in routes}:
+        assert any(r.path == path and r.method == "ANY" for r in routes), path
 
 
 @pytest.mark.parametrize("method,path", [

@@ -22,3 +22,7 @@ def test_sam_build_without_containers(tmp_path):
     assert list((layer / "pydantic_core").glob("*cpython-313-aarch64-linux-gnu.so"))
     for function in ("AdmissionFunction", "ReadsFunction", "AuthorizerFunction"):
         assert (tmp_path / "build" / function / "app.py").exists()
+    # the Lambda Web Adapter's function: its start script (executable), the ASGI app and its server
+    streaming = tmp_path / "build" / "SessionStreamFunction"
+    assert (streaming / "run.sh").stat().st_mode & 0o111 and (streaming / "app.py").exists()
+    assert (streaming / "uvicorn").is_dir() and (streaming / "starlette").is_dir()

@@ -16,7 +16,15 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agents_contract import jsonutil, surface
-from agents_contract.errors import AgentsError, InvalidBeta, InvalidRequest, PayloadTooLarge, ServerError, Unauthorized
+from agents_contract.errors import (
+    AgentsError,
+    InvalidBeta,
+    InvalidRequest,
+    MethodNotAllowed,
+    PayloadTooLarge,
+    ServerError,
+    Unauthorized,
+)
 
 from .observability import logger, metrics
 from .settings import get_settings
@@ -56,7 +64,11 @@ def new_app() -> APIGatewayRestResolver:
 
     @app.not_found
     def _not_found(_: Exception) -> Response:
-        return error_response(InvalidRequest("Invalid URL or method for this route.", param=None, code="invalid_url"))
+        # Only a known path reaches a function without a route for its method (the API's `ANY` methods):
+        # an unknown path is the gateway's own 404 (MISSING_AUTHENTICATION_TOKEN).
+        event = app.current_event
+        return error_response(MethodNotAllowed(f"Invalid method for URL ({event.http_method} {event.path}).",
+                                               param=None))
 
     return app
 
