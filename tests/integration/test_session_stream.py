@@ -146,3 +146,57 @@ def test_a_failing_stream_sends_the_official_error_event_and_ends(gateway, keys,
     _, events = parse(response.body)
     error = EVENT.validate_python(events[-1])
     assert error.type == "error" and error.session_id == created["id"] and error.error.type == "server_error"
+
+
+def test_a_client_that_goes_away_ends_the_stream_and_its_reads(gateway, keys, short_streams, monkeypatch):
+    import asyncio
+
+    from local import apigw
+    short_streams(stream_max_seconds=60)
+    created = json.loads(gateway.handle("POST", "/v1/agents/sessions", "", headers(keys["a"]),
+                                        json.dumps(CREATE).encode()).body)
+    admitted, _ = gateway.admit("GET", f"/v1/agents/sessions/{created['id']}/events", "", headers(keys["a"]), b"")
+    reads = []
+    real = sse.committed_since
+    monkeypatch.setattr(sse, "committed_since", lambda *a: reads.append(time.monotonic()) or real(*a))
+    sent = []
+
+    async def run():
+        calls = 0
+
+        async def receive():
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                return {"type": "http.request", "body": b"", "more_body": False}
+            await asyncio.sleep(0.5)  # the client reads for half a second, then goes away
+            return {"type": "http.disconnect"}
+
+        async def send(message):
+            sent.append(message)
+
+        await asyncio.wait_for(gateway.handlers["SessionStreamFunction"](apigw.asgi_scope(admitted.event), receive,
+                                                                         send), timeout=10)
+
+    started = time.monotonic()
+    asyncio.run(run())
+    assert time.monotonic() - started < 3  # not the 60 s maximum
+    assert sent[0]["status"] == 200 and reads
+    count = len(reads)
+    time.sleep(1)
+    assert len(reads) == count  # nothing polls for a client that left
+
+
+def test_a_stream_of_a_deleted_session_ends(gateway, keys, short_streams):
+    short_streams(stream_max_seconds=30, stream_ping_seconds=0)
+    created = json.loads(gateway.handle("POST", "/v1/agents/sessions", "", headers(keys["a"]), json.dumps(
+        {**CREATE, "input": None, "environment": {"type": "self_hosted", "workspace_directory": "/w"}}).encode()).body)
+    out = {}
+    reader = threading.Thread(target=lambda: out.update(r=gateway.handle(
+        "GET", f"/v1/agents/sessions/{created['id']}/events", "", headers(keys["a"]), b"")))
+    started = time.monotonic()
+    reader.start()
+    time.sleep(0.3)
+    assert gateway.handle("DELETE", f"/v1/agents/sessions/{created['id']}", "", headers(keys["a"]), b"").status == 200
+    reader.join(10)
+    assert not reader.is_alive() and time.monotonic() - started < 5
