@@ -293,6 +293,9 @@ def main() -> dict:
         "turn_lifecycle_one_call": {"dynamodb_requests_by_function": lifecycle,
                                     "request_units": {"wru": lifecycle_wru, "rru": lifecycle_rru},
                                     "item_kb": {k: round(v, 2) for k, v in sizes_kb.items()},
+                                    "transactional_writes_by_function": {f: dict(c) for f, c in meter.writes.items()
+                                                                         if f != "ReadsFunction"},
+                                    "plain_writes_by_function": {f: dict(c) for f, c in meter.plain_writes.items()},
                                     "lambda": lambda_costing, "http_api_requests": 2,
                                     "websocket_messages": ws_messages["in"] + ws_messages["out"],
                                     "dynamodb_total": sum(sum(c.values()) for c in lifecycle.values()),

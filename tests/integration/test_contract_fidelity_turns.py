@@ -50,7 +50,7 @@ def written_by_input(stack):
     """Every row a batch could write (Session, calls, Items, outbox, idempotency keys), as stored.
     Turn rows are left out: the Runtime's heartbeats keep touching them while a Turn waits."""
     items = stack.dynamodb.scan(TableName=stack.table, ConsistentRead=True)["Items"]
-    return sorted(json.dumps(i, sort_keys=True) for i in items
+    return sorted(json.dumps(i, sort_keys=True, default=bytes.hex) for i in items  # packed (B) values as hex
                   if i["SK"]["S"] == "S" or i["SK"]["S"].split("#")[0] in ("CALL", "ITEM", "OUT", "I")
                   or "#IDEM#" in i["PK"]["S"])
 

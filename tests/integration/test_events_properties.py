@@ -40,7 +40,7 @@ def stack():
 
 def snapshot(stack):
     items = stack.dynamodb.scan(TableName=stack.table, ConsistentRead=True)["Items"]
-    return sorted(json.dumps(i, sort_keys=True) for i in items)
+    return sorted(json.dumps(i, sort_keys=True, default=bytes.hex) for i in items)  # packed (B) values as hex
 
 
 def test_events_endpoint_never_5xx_and_rejections_write_nothing(stack):

@@ -445,7 +445,8 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
     if report.result == "more":  # the rest goes on in the next bounded commit, in memory
         report.remaining = list(pending.values())
     # What is still ahead of a gap waits for it (unless the Turn just ended).
-    elif not report.terminal and not report.fail_turn:
+    gap: Optional[int] = None
+    if report.result != "more" and not report.terminal and not report.fail_turn:
         for o in pending.values():
             if o.seq in waiting:
                 continue
@@ -460,6 +461,13 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
             turn.set(buffered=turn.buffered + 1)
             draft.dirty = True
             report.result = "buffered" if not applied else "applied"
+            gap = turn.obs_seq + 1
+        if gap is not None:
+            # No lost wake-up: a heartbeat that marks the missing seq while this commit is decided
+            # re-reads the Turn only after its marker is down; if it read before this commit landed it
+            # saw nothing buffered, so this commit must see its marker instead: it fails and is decided
+            # again (the marker then fills the gap and everything behind it applies).
+            draft.tx.check(_obs_key(draft.tenant, draft.session_id, turn_id, gap), "attribute_not_exists(PK)")
     if report.result == "ignored":
         report.result = "applied" if applied else ("buffered" if turn.buffered else "duplicate")
     report.acked = turn.obs_seq
