@@ -35,7 +35,7 @@ def main() -> dict:
     stack = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     try:
-        info = wait_for(lambda: state.exists() and json.loads(state.read_text()), timeout=60, interval=0.005)
+        info = wait_for(lambda: state.exists() and json.loads(state.read_text() or "null"), timeout=60, interval=0.005)
         startup = time.perf_counter() - t0
         client = OpenAI(base_url=info["base_url"], api_key=info["api_key"], max_retries=0)
         first = client.beta.agents.sessions.create(environment={"type": "none"}, input="say hi",

@@ -123,7 +123,7 @@ def local_stack() -> dict:
                              stderr=subprocess.DEVNULL)
     out: dict = {}
     try:
-        info = wait_for(lambda: state.exists() and json.loads(state.read_text()), timeout=60, interval=0.005)
+        info = wait_for(lambda: state.exists() and json.loads(state.read_text() or "null"), timeout=60, interval=0.005)
         client = OpenAI(base_url=info["base_url"], api_key=info["api_key"], max_retries=0)
         for harness in ("codex", "claude_code", "scripted"):
             trips, to_action = [], []

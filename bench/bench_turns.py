@@ -121,8 +121,11 @@ class UnitMeter:
 class HandlerTimer:
     def __init__(self, handlers: dict[str, Any]):
         self.samples: dict[str, list[float]] = defaultdict(list)
+        import inspect
+
         for name, handler in list(handlers.items()):
-            handlers[name] = self._wrap(name, handler)
+            if inspect.isfunction(handler) and not inspect.iscoroutinefunction(handler):  # not the ASGI app
+                handlers[name] = self._wrap(name, handler)
 
     def _wrap(self, name: str, handler: Any) -> Any:
         def timed(event: Any, context: Any) -> Any:

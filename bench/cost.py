@@ -159,7 +159,7 @@ def main() -> int:
         "",
         "## Notes",
         "",
-        "- Every commit rewrites the Session item (it carries the frozen snapshot so that a Session read is one",
+        "- Every commit rewrites the Session item (it carries the frozen snapshot, zlib-compressed, so that a Session read is one",
         "  GetItem), so write units grow with the snapshot's size: "
         f"{life['item_kb'].get('session', 0):.1f} KB here. Sessions with many tools pay more per commit.",
         "- Client reads (polling) are not included: each Session read is one strongly consistent GetItem",
