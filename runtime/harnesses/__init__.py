@@ -11,9 +11,16 @@ model and tool loop.
 from __future__ import annotations
 
 import abc
+import asyncio
+import logging
+import pathlib
+import threading
+from concurrent.futures import Future
 from typing import Any
 
 from ..protocol import TurnChannel
+
+log = logging.getLogger("runtime")
 
 
 class TurnHandle(abc.ABC):
@@ -60,3 +67,49 @@ class HarnessDriver(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional: stop native processes
         """Stop whatever the driver started."""
+
+
+class NativeDriver(HarnessDriver):
+    """A Harness run by native processes, one per Session, all driven from one asyncio loop thread.
+    Subclasses name their per-Session and per-Turn classes; a Session object has `run(turn)` and
+    `stop()` coroutines."""
+
+    session_class: Any
+    turn_class: Any
+    stop_seconds: float = 10.0
+
+    def _setup(self, binary: str, version: str, provider: Any, state_dir: str, idle_seconds: float) -> None:
+        self.binary = binary
+        self.version = version
+        self.engine = f"{self.harness} {version}"
+        self.provider = provider
+        self.state_dir = pathlib.Path(state_dir).expanduser().resolve() / self.harness
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.idle_seconds = idle_seconds
+        self.sessions: dict[str, Any] = {}
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=f"{self.harness}-driver", daemon=True)
+        self._thread.start()
+
+    def submit(self, coroutine: Any) -> Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def start_turn(self, start: dict[str, Any], channel: TurnChannel) -> TurnHandle:
+        session_id = start["session_id"]
+        session = self.sessions.get(session_id)
+        if session is None:
+            session = self.sessions[session_id] = self.session_class(self, start)
+        turn = self.turn_class(session, start, channel)
+        channel.start_heartbeats()
+        self.submit(session.run(turn))
+        return turn
+
+    async def stop_sessions(self) -> None:
+        await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)
+
+    def close(self) -> None:
+        try:
+            self.submit(self.stop_sessions()).result(timeout=self.stop_seconds)
+        except Exception:  # noqa: BLE001 - shutting down anyway
+            log.warning("some %s processes did not stop cleanly", self.harness)
+        self.loop.call_soon_threadsafe(self.loop.stop)

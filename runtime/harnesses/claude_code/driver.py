@@ -28,15 +28,13 @@ import os
 import pathlib
 import re
 import subprocess
-import threading
 import uuid
 import warnings
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ...protocol import TurnChannel
-from .. import HarnessDriver, TurnHandle
+from .. import NativeDriver, TurnHandle
 from ..common import AdapterError, output_schema, tools_of
 from . import config as adapter
 from .functions import FunctionsServer
@@ -201,49 +199,23 @@ def _image_block(url: str) -> Optional[dict[str, Any]]:
     return None
 
 
-class ClaudeCodeDriver(HarnessDriver):
+class ClaudeCodeDriver(NativeDriver):
     harness = "claude_code"
+    stop_seconds = 20.0
 
     def __init__(self, provider: Provider, state_dir: str, binary: Optional[str] = None,
                  idle_seconds: float = 600.0, client_factory: Any = None):
-        self.binary = find_claude(binary)
-        self.version = claude_version(self.binary)
-        self.engine = f"claude_code {self.version}"
-        self.provider = provider
-        self.state_dir = pathlib.Path(state_dir).expanduser().resolve() / "claude_code"
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.idle_seconds = idle_seconds
+        found = find_claude(binary)
+        self._setup(found, claude_version(found), provider, state_dir, idle_seconds)
+        self.session_class, self.turn_class = ClaudeSession, ClaudeTurn
         self.client_factory = client_factory  # injectable: tests pass a recorded exchange
-        self.sessions: dict[str, ClaudeSession] = {}
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="claude-code-driver", daemon=True)
-        self._thread.start()
 
-    def submit(self, coroutine: Any) -> Future[Any]:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-    def start_turn(self, start: dict[str, Any], channel: TurnChannel) -> ClaudeTurn:
-        session_id = start["session_id"]
-        session = self.sessions.get(session_id)
-        if session is None:
-            session = self.sessions[session_id] = ClaudeSession(self, start)
-        turn = ClaudeTurn(session, start, channel)
-        channel.start_heartbeats()
-        self.submit(session.run(turn))
-        return turn
-
-    def close(self) -> None:
-        async def stop_all() -> None:
-            for session in self.sessions.values():
-                if session.current is not None:
-                    session.current.finished.set()  # Core fails claimed Turns when the Runtime goes
-            await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)
-            await asyncio.sleep(0)
-        try:
-            self.submit(stop_all()).result(timeout=20)
-        except Exception:  # noqa: BLE001 - shutting down anyway
-            log.warning("some Claude Code processes did not stop cleanly")
-        self.loop.call_soon_threadsafe(self.loop.stop)
+    async def stop_sessions(self) -> None:
+        for session in self.sessions.values():
+            if session.current is not None:
+                session.current.finished.set()  # Core fails claimed Turns when the Runtime goes
+        await super().stop_sessions()
+        await asyncio.sleep(0)
 
 
 class ClaudeSession:

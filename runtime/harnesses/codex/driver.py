@@ -22,14 +22,12 @@ import json
 import logging
 import os
 import pathlib
-import threading
 import uuid
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ...protocol import TurnChannel, assistant_message
-from .. import HarnessDriver, TurnHandle
+from .. import NativeDriver, TurnHandle
 from ..common import AdapterError, placement, tools_of
 from . import config as adapter
 from .rpc import JsonRpcPeer, ProcessExited, RpcError
@@ -161,44 +159,14 @@ def turn_start_params(start: dict[str, Any], thread_id: str) -> dict[str, Any]:
     return params
 
 
-class CodexDriver(HarnessDriver):
+class CodexDriver(NativeDriver):
     harness = "codex"
 
     def __init__(self, provider: Provider, state_dir: str, binary: Optional[str] = None,
                  idle_seconds: float = 600.0):
-        self.binary = find_codex(binary)
-        self.version = codex_version(self.binary)
-        self.engine = f"codex {self.version}"
-        self.provider = provider
-        self.state_dir = pathlib.Path(state_dir).expanduser().resolve() / "codex"
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.idle_seconds = idle_seconds
-        self.sessions: dict[str, CodexSession] = {}
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="codex-driver", daemon=True)
-        self._thread.start()
-
-    def submit(self, coroutine: Any) -> Future[Any]:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-    def start_turn(self, start: dict[str, Any], channel: TurnChannel) -> CodexTurn:
-        session_id = start["session_id"]
-        session = self.sessions.get(session_id)
-        if session is None:
-            session = self.sessions[session_id] = CodexSession(self, start)
-        turn = CodexTurn(session, start, channel)
-        channel.start_heartbeats()
-        self.submit(session.run(turn))
-        return turn
-
-    def close(self) -> None:
-        async def stop_all() -> None:
-            await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)
-        try:
-            self.submit(stop_all()).result(timeout=10)
-        except Exception:  # noqa: BLE001 - shutting down anyway
-            log.warning("some codex processes did not stop cleanly")
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        found = find_codex(binary)
+        self._setup(found, codex_version(found), provider, state_dir, idle_seconds)
+        self.session_class, self.turn_class = CodexSession, CodexTurn
 
 
 class CodexSession:
