@@ -69,6 +69,31 @@ class HarnessDriver(abc.ABC):
         """Stop whatever the driver started."""
 
 
+class NativeTurn(TurnHandle):
+    """A Turn of a NativeDriver: Core's messages, arriving on the Runtime's thread, become coroutines
+    (`_answer`, `_steer`, `_cancel`) on the driver's loop."""
+
+    session: Any
+
+    def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
+        self.session.driver.submit(self._answer(call_id, result))
+
+    def steer(self, item: dict[str, Any]) -> None:
+        self.session.driver.submit(self._steer(item))
+
+    def cancel(self) -> None:
+        self.session.driver.submit(self._cancel())
+
+    @abc.abstractmethod
+    async def _answer(self, call_id: str, result: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    async def _steer(self, item: dict[str, Any]) -> None: ...
+
+    @abc.abstractmethod
+    async def _cancel(self) -> None: ...
+
+
 class NativeDriver(HarnessDriver):
     """A Harness run by native processes, one per Session, all driven from one asyncio loop thread.
     Subclasses name their per-Session and per-Turn classes; a Session object has `run(turn)` and

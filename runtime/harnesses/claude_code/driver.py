@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ...protocol import TurnChannel
-from .. import NativeDriver, TurnHandle
+from .. import NativeDriver, NativeTurn
 from ..common import AdapterError, output_schema, tools_of
 from . import config as adapter
 from .functions import FunctionsServer
@@ -394,7 +394,7 @@ class _Structured:
     validated: Optional[str] = None
 
 
-class ClaudeTurn(TurnHandle):
+class ClaudeTurn(NativeTurn):
     def __init__(self, session: ClaudeSession, start: dict[str, Any], channel: TurnChannel):
         self.session = session
         self.start = start
@@ -412,16 +412,6 @@ class ClaudeTurn(TurnHandle):
         self.last_error: Optional[str] = None
         self.finished = asyncio.Event()
         self._early: list[dict[str, Any]] = []  # steering that arrived before the first query went out
-
-    # -- Core -> Harness (called from the Runtime's thread) -----------------------------------------
-    def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
-        self.session.driver.submit(self._answer(call_id, result))
-
-    def steer(self, item: dict[str, Any]) -> None:
-        self.session.driver.submit(self._steer(item))
-
-    def cancel(self) -> None:
-        self.session.driver.submit(self._cancel())
 
     # -- the Turn --------------------------------------------------------------------------------------
     async def run(self) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ...protocol import TurnChannel, assistant_message
-from .. import NativeDriver, TurnHandle
+from .. import NativeDriver, NativeTurn
 from ..common import AdapterError, placement, tools_of
 from . import config as adapter
 from .rpc import JsonRpcPeer, ProcessExited, RpcError
@@ -289,7 +289,7 @@ class _Call:
     answer: Optional[dict[str, Any]] = None
 
 
-class CodexTurn(TurnHandle):
+class CodexTurn(NativeTurn):
     def __init__(self, session: CodexSession, start: dict[str, Any], channel: TurnChannel):
         self.session = session
         self.start = start
@@ -302,16 +302,6 @@ class CodexTurn(TurnHandle):
         self.last_error: Optional[str] = None
         self.finished = asyncio.Event()
         self._early: list[dict[str, Any]] = []  # steering that arrived before turn/start answered
-
-    # -- Core -> Harness (called from the Runtime's thread) -----------------------------------------
-    def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
-        self.session.driver.submit(self._answer(call_id, result))
-
-    def steer(self, item: dict[str, Any]) -> None:
-        self.session.driver.submit(self._steer(item))
-
-    def cancel(self) -> None:
-        self.session.driver.submit(self._cancel())
 
     # -- the Turn --------------------------------------------------------------------------------------
     async def run(self) -> None:
