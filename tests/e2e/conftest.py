@@ -89,3 +89,37 @@ def aws_client(info: dict, service: str):
 def runtime(runtime_process):
     """The Runtime process serving scripted and claude_code (impersonated) for the session's flows."""
     return runtime_process
+
+
+class NativeRuntime:
+    """`python -m runtime --harness H --native H --model-provider scripted`, restartable with the same
+    state directory (so a restart resumes the native history); the provider log shows what the native
+    Harness sent the model."""
+
+    def __init__(self, info: dict, root: pathlib.Path, harness: str):
+        self.info = info
+        self.harness = harness
+        self.log = root / "provider.jsonl"
+        self.state = root / "state"
+        self.stderr = root / "runtime.log"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        mark = self.stderr.read_text().count("connected; serving") if self.stderr.exists() else 0
+        with open(self.stderr, "a") as err:
+            self.process = start_runtime(self.info, [self.harness], extra=(
+                "--native", self.harness, "--model-provider", "scripted", "--provider-log", str(self.log),
+                "--state-dir", str(self.state)), stderr=err)
+        from local.inprocess import wait_for
+
+        wait_for(lambda: self.stderr.read_text().count(f"connected; serving {self.harness}") > mark, timeout=30)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+    def requests(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
 import sys
 import time
 
@@ -16,7 +15,7 @@ import openai
 import pytest
 
 from local.inprocess import wait_for
-from tests.e2e.conftest import start_runtime
+from tests.e2e.conftest import NativeRuntime
 
 pytestmark = pytest.mark.e2e
 
@@ -27,39 +26,9 @@ SCHEMA = {"type": "object", "properties": {"forecast": {"type": "string"}}, "req
 CLAUDE_CODE_VERSION = "2.1.332"
 
 
-class NativeRuntime:
-    """`python -m runtime --harness claude_code --native claude_code --model-provider scripted`, restartable
-    with the same state directory (so a restart resumes native sessions)."""
-
-    def __init__(self, info: dict, root: pathlib.Path):
-        self.info = info
-        self.log = root / "provider.jsonl"
-        self.state = root / "state"
-        self.stderr = root / "runtime.log"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        mark = self.stderr.read_text().count("connected; serving") if self.stderr.exists() else 0
-        with open(self.stderr, "a") as err:
-            self.process = start_runtime(self.info, ["claude_code"], extra=(
-                "--native", "claude_code", "--model-provider", "scripted", "--provider-log", str(self.log),
-                "--state-dir", str(self.state)), stderr=err)
-        wait_for(lambda: self.stderr.read_text().count("connected; serving claude_code") > mark, timeout=30)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
-
-    def requests(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
-
-
 @pytest.fixture(scope="module")
 def claude(local_stack, runtime_process, tmp_path_factory):
-    runtime = NativeRuntime(local_stack, tmp_path_factory.mktemp("claude_code"))
+    runtime = NativeRuntime(local_stack, tmp_path_factory.mktemp("claude_code"), "claude_code")
     runtime.start()
     yield runtime
     runtime.stop()

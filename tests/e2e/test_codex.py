@@ -5,15 +5,13 @@ loopback. No network, no key. The provider's request log shows what Codex actual
 from __future__ import annotations
 
 import json
-import pathlib
-import subprocess
 import time
 
 import openai
 import pytest
 
 from local.inprocess import wait_for
-from tests.e2e.conftest import start_runtime
+from tests.e2e.conftest import NativeRuntime
 
 pytestmark = pytest.mark.e2e
 
@@ -24,38 +22,9 @@ SCHEMA = {"type": "object", "properties": {"forecast": {"type": "string"}}, "req
 CODEX_VERSION = "0.163.0"
 
 
-class NativeRuntime:
-    """`python -m runtime --harness codex --native codex --model-provider scripted`, restartable
-    with the same state directory (so a restart resumes native threads)."""
-
-    def __init__(self, info: dict, root: pathlib.Path):
-        self.info = info
-        self.log = root / "provider.jsonl"
-        self.state = root / "state"
-        self.stderr = root / "runtime.log"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        with open(self.stderr, "a") as err:
-            self.process = start_runtime(self.info, ["codex"], extra=(
-                "--native", "codex", "--model-provider", "scripted", "--provider-log", str(self.log),
-                "--state-dir", str(self.state)), stderr=err)
-        wait_for(lambda: "connected; serving codex" in self.stderr.read_text(), timeout=30)
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=20)
-
-    def requests(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
-
-
 @pytest.fixture(scope="module")
 def codex(local_stack, runtime_process, tmp_path_factory):
-    runtime = NativeRuntime(local_stack, tmp_path_factory.mktemp("codex"))
+    runtime = NativeRuntime(local_stack, tmp_path_factory.mktemp("codex"), "codex")
     runtime.start()
     yield runtime
     runtime.stop()
