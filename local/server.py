@@ -28,7 +28,9 @@ def _bind(port: int, variable: str) -> socket.socket:
     """Bind a port before anything starts, and keep the socket for the server that uses it: a port
     another process holds is a clear error, never a stack that says it is up with someone else's URL
     (uvicorn only logs a failed bind in its thread) or one that waits forever (moto's threaded server)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, as getaddrinfo gives it: asyncio sets TCP_NODELAY only on sockets that say TCP,
+    # and without it every keep-alive response waits out the client's delayed ACK (about 40 ms)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("127.0.0.1", port))
