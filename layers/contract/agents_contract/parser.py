@@ -60,16 +60,76 @@ def _meta_validator(dialect: Optional[str]) -> Any:
     return cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
 
 
+_DRAFT_2020_12 = "https://json-schema.org/draft/2020-12/"
+_VOCABULARIES = ("core", "applicator", "unevaluated", "validation", "meta-data", "format-annotation", "content")
+# What a 2020-12 vocabulary meta-schema may hold besides its properties and $defs (its identity,
+# annotations and the root's allOf of the vocabularies).
+_META_BOOKKEEPING = {"$schema", "$id", "$vocabulary", "$dynamicAnchor", "title", "$comment", "allOf"}
+
+
+def _static_refs(node: Any) -> Any:
+    """A vocabulary meta-schema's subschema with its references pointing into the flat meta-schema:
+    `$dynamicRef: "#meta"` -> the root, `[base]#/$defs/name` -> the flat `$defs/name`."""
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "$dynamicRef":
+                if value != "#meta":
+                    raise ValueError(f"unexpected $dynamicRef {value!r}")
+                out["$ref"] = "#"
+            elif key == "$ref":
+                _, sep, name = value.partition("#/$defs/")
+                if not sep or "/" in name:
+                    raise ValueError(f"unexpected $ref {value!r}")
+                out["$ref"] = f"#/$defs/{name}"
+            else:
+                out[key] = _static_refs(value)
+        return out
+    if isinstance(node, list):
+        return [_static_refs(v) for v in node]
+    return node
+
+
+def flat_meta_schema() -> dict[str, Any]:
+    """The Draft 2020-12 meta-schema with its seven vocabulary meta-schemas merged into one schema
+    and every `$dynamicRef: "#meta"` made a `$ref` to that root. The same assertions: validating a
+    schema starts at the root meta-schema, which holds `$dynamicAnchor: meta`, so each `#meta`
+    resolves to it; the vocabularies are applied in an allOf, each one a `type` (the same in all)
+    plus properties and $defs whose names no two vocabularies share (checked here), with no
+    unevaluated* keyword that a merge could change. jsonschema-rs checks it several times faster
+    than the dynamic-scope original."""
+    from jsonschema_specifications import REGISTRY
+
+    root = REGISTRY.contents(_DRAFT_2020_12 + "schema")
+    parts = [root] + [REGISTRY.contents(f"{_DRAFT_2020_12}meta/{name}") for name in _VOCABULARIES]
+    if root.get("allOf") != [{"$ref": f"meta/{name}"} for name in _VOCABULARIES]:
+        raise ValueError("unexpected Draft 2020-12 meta-schema layout")
+    properties: dict[str, Any] = {}
+    defs: dict[str, Any] = {}
+    for part in parts:
+        if part.get("type") != ["object", "boolean"] or set(part) - _META_BOOKKEEPING - {"type", "properties", "$defs"}:
+            raise ValueError("unexpected Draft 2020-12 vocabulary meta-schema layout")
+        if part is not root and "allOf" in part:
+            raise ValueError("unexpected allOf in a vocabulary meta-schema")
+        for into, members in ((properties, part.get("properties", {})), (defs, part.get("$defs", {}))):
+            for name, subschema in members.items():
+                if name in into:
+                    raise ValueError(f"two vocabularies define {name!r}")
+                into[name] = _static_refs(subschema)
+    return {"$schema": _DRAFT_2020_12 + "schema", "type": ["object", "boolean"], "properties": properties,
+            "$defs": defs}
+
+
 @lru_cache(maxsize=1)
 def _fast_meta_validator() -> Any:
-    """The Draft 2020-12 meta-schema as a Rust validator with format checks (the "regex" format of
-    `pattern` included, in ECMA-262 terms, which is what JSON Schema specifies); None without it."""
+    """The Draft 2020-12 meta-schema (flattened, `flat_meta_schema`) as a Rust validator with format
+    checks (the "regex" format of `pattern` included, in ECMA-262 terms, which is what JSON Schema
+    specifies); None without it."""
     try:
-        import jsonschema
         import jsonschema_rs
     except ImportError:  # pragma: no cover - the layer ships it; the full check still runs
         return None
-    return jsonschema_rs.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA, validate_formats=True)
+    return jsonschema_rs.Draft202012Validator(flat_meta_schema(), validate_formats=True)
 
 
 def _surely_valid(schema: dict[str, Any]) -> bool:
