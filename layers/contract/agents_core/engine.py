@@ -143,6 +143,7 @@ class Draft:
         self._new_refs: set[tuple[str, str]] = set()
         self._changed_refs: set[tuple[str, str]] = set()
         self.messages_added = 0
+        self.started: Optional[TurnState] = None  # the Turn this commit starts, if any
         self.dirty = False
 
     # -- reads ---------------------------------------------------------------------------------
@@ -221,6 +222,10 @@ class Draft:
         self.item_seq += 1
         self.dirty = True
         return self.item_seq
+
+    def items_of(self, turn_id: str) -> list[dict[str, Any]]:
+        """The Items of a Turn this commit writes, in position order."""
+        return [item for _, item in sorted(self._items.items()) if item.get("turn_id") == turn_id]
 
     def put_item(self, position: int, item: dict[str, Any]) -> None:
         """The Item's latest state in this commit (a batch may add and finish it: one write)."""
@@ -465,6 +470,7 @@ def start_turn(draft: Draft, messages: list[list[dict[str, Any]]]) -> TurnState:
     draft.status = "in_progress"
     draft.emit_session("agent.session.in_progress")
     draft.command({"type": "dispatch", "turn_id": turn_id, "harness": snapshot.harness})
+    draft.started = turn
     return turn
 
 

@@ -62,6 +62,10 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
         calls = {item["call_id"]: item for item in found.values() if item.get("kind") == "call"}
         draft = engine.Draft(store, tenant, session_item)
         _apply(draft, batch.events, calls)
+        if draft.started is not None:
+            from . import runtimes
+
+            runtimes.claim_started_turn(draft)
         idem = ({**_idem_key(tenant, idempotency_key), "kind": "idempotency", "digest": batch_digest,
                  "session_id": session_id, "ttl": now() + get_settings().idempotency_ttl_seconds}
                 if idempotency_key else None)
@@ -78,6 +82,11 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
                 draft.tx.put(idem, "attribute_not_exists(PK)")
             draft.commit()
             send_now(draft.commands)
+            if draft.started is not None and draft.started.claimed_by:
+                from . import runtimes
+                from .aws import default_workflow
+
+                runtimes.start_now(default_workflow(), tenant, session_id, draft.commands)
             return
         except (TransactionConflict, Contention):
             time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter

@@ -127,18 +127,7 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
         if not candidates:
             logger.info("no eligible runtime; turn stays queued", extra={"turn_id": turn_id})
             return None
-        chosen = candidates[0]["connection_id"]
-        # Provenance: which engine runs this Turn (`scripted`, or the native engine and version).
-        turn.set(status="in_progress", started_at=now(), claimed_by=chosen,
-                 x_agents_core={"engine": candidates[0].get("engine", "unknown")})
-        # The connection remembers what it claimed, so losing it fails those Turns at once.
-        draft.tx.put({**conn_key(chosen, f"CLAIM#{turn_id}"), "kind": "claim", "tenant": tenant,
-                      "session_id": session_id, "turn_id": turn_id, "ttl": now() + 2 * 3600})
-        draft.active_turn = {**(draft.active_turn or {}), "id": turn_id, "status": "in_progress",
-                             "claimed_by": chosen}
-        draft.emit_turn("agent.session.turn.in_progress", turn)
-        draft.command({"type": "start_execution", "turn_id": turn_id})
-        return chosen
+        return _claim(draft, turn, candidates[0])
 
     claimed = engine.run(store, tenant, session_id, work, turn_id=turn_id)
     if claimed:
@@ -146,6 +135,51 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
         # between the claim and the start. Both are idempotent (execution name = Turn id).
         workflow.start(tenant, session_id, turn_id)
     return claimed
+
+
+def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any]) -> str:
+    """Claim `turn` for `runtime` in this commit; its execution starts after the commit."""
+    chosen = runtime["connection_id"]
+    # Provenance: which engine runs this Turn (`scripted`, or the native engine and version).
+    turn.set(status="in_progress", started_at=now(), claimed_by=chosen,
+             x_agents_core={"engine": runtime.get("engine", "unknown")})
+    # The connection remembers what it claimed, so losing it fails those Turns at once.
+    draft.tx.put({**conn_key(chosen, f"CLAIM#{turn.id}"), "kind": "claim", "tenant": draft.tenant,
+                  "session_id": draft.session_id, "turn_id": turn.id, "ttl": now() + 2 * 3600})
+    draft.active_turn = {**(draft.active_turn or {}), "id": turn.id, "status": "in_progress", "claimed_by": chosen}
+    draft.emit_turn("agent.session.turn.in_progress", turn)
+    draft.command({"type": "start_execution", "turn_id": turn.id})
+    return chosen
+
+
+def claim_started_turn(draft: engine.Draft) -> Optional[str]:
+    """The Turn this commit starts is claimed in the same commit when a connected Runtime covers it,
+    so no Streams hop lies between a message and `turn.start`: the committing Lambda starts the
+    execution right after its commit (`start_now`), and the commit's outbox starts it again if that
+    fails (starting is idempotent). With no eligible Runtime it stays queued for its dispatch command."""
+    turn = draft.started
+    active = draft.active_turn or {}
+    if turn is None or turn.status != "queued" or active.get("id") != turn.id or active.get("cancel_requested"):
+        return None
+    required = capabilities.required_capabilities(
+        draft.snapshot, messages=[{"content": i["content"]} for i in draft.items_of(turn.id)])
+    candidates = eligible_runtimes(draft.store, draft.snapshot.harness, required)
+    if not candidates:
+        return None
+    draft.commands = [c for c in draft.commands if not (c["type"] == "dispatch" and c["turn_id"] == turn.id)]
+    return _claim(draft, turn, candidates[0])
+
+
+def start_now(workflow: Workflow, tenant: str, session_id: str, commands: list[dict[str, Any]]) -> None:
+    """After a commit, start the executions it asks for at once. Best effort: the commit's outbox
+    record starts them again (idempotent: execution name = Turn id), so a failure here loses nothing."""
+    for command in commands:
+        if command.get("type") != "start_execution":
+            continue
+        try:
+            workflow.start(tenant, session_id, command["turn_id"])
+        except Exception:  # noqa: BLE001 - the outbox starts it
+            logger.warning("direct start failed; the outbox starts it", extra={"turn_id": command["turn_id"]})
 
 
 def queued_turns(store: DynamoStore, harness: str) -> list[dict[str, Any]]:

@@ -96,7 +96,10 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     draft = engine.Draft(store, tenant, item)
     draft.emit_session("agent.session.created")
     if request.input is not None:
+        from . import runtimes  # only a create with input claims a Turn
+
         engine.start_turn(draft, resources.input_messages(request.input))
+        runtimes.claim_started_turn(draft)
     item.update(status=draft.status, active_turn=jsonutil.dumps(draft.active_turn), item_seq=draft.item_seq,
                 out_seq=1)
     tx = store.new_transaction()
@@ -117,6 +120,10 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
             if attempt == 4:
                 raise Unavailable() from None
             time.sleep(0.02 * (2 ** attempt))
+    if draft.started is not None and draft.started.claimed_by:
+        from .aws import default_workflow
+
+        runtimes.start_now(default_workflow(), tenant, session_id, draft.commands)
     return session_view(item)
 
 
