@@ -11,7 +11,7 @@ import uuid
 from functools import lru_cache
 from typing import Any
 
-import boto3
+import botocore.session
 from botocore.exceptions import ClientError
 
 from .observability import logger
@@ -121,15 +121,24 @@ class Workflow:
 
 
 @lru_cache(maxsize=1)
+def botocore_session() -> botocore.session.Session:
+    """One botocore session per execution environment, shared by every client (as boto3's default
+    session was): clients come from botocore directly, so no cold start imports boto3 or s3transfer."""
+    return botocore.session.get_session()
+
+
+@lru_cache(maxsize=1)
 def default_messenger() -> Messenger:
     settings = get_settings()
-    return Messenger(boto3.client("apigatewaymanagementapi", endpoint_url=settings.websocket_endpoint,
-                                  region_name=settings.aws_region))
+    return Messenger(botocore_session().create_client("apigatewaymanagementapi",
+                                                      endpoint_url=settings.websocket_endpoint,
+                                                      region_name=settings.aws_region))
 
 
 @lru_cache(maxsize=1)
 def default_workflow() -> Workflow:
     settings = get_settings()
-    return Workflow(boto3.client("stepfunctions", endpoint_url=settings.stepfunctions_endpoint_url,
-                                 region_name=settings.aws_region), settings.state_machine_arn or "")
+    return Workflow(botocore_session().create_client("stepfunctions",
+                                                     endpoint_url=settings.stepfunctions_endpoint_url,
+                                                     region_name=settings.aws_region), settings.state_machine_arn or "")
 

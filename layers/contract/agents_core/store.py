@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Optional
 
-import boto3
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from agents_contract.errors import AgentsError, Conflict, InvalidRequest, NotFound, ServerError, Unavailable
 
+from .attributes import TypeDeserializer, TypeSerializer
+from .aws import botocore_session
 from .observability import logger
 from .settings import get_settings
 
@@ -422,7 +422,7 @@ def dynamodb_client(endpoint_url: Optional[str] = None, region: Optional[str] = 
     credentials (a newcomer has none, and real ones have no business there)."""
     settings = get_settings()
     credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"} if emulator else {}  # noqa: S106
-    return boto3.client(
+    return botocore_session().create_client(
         "dynamodb",
         endpoint_url=endpoint_url or settings.dynamodb_endpoint_url,
         region_name=region or settings.aws_region,
