@@ -12,6 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
@@ -133,18 +134,16 @@ def admit(
     """Raise UnsupportedConfiguration for the first combination the declaration does not allow."""
     placement = "none" if environment["type"] == "none" else "workspace"
     _check_execution_controls(decl, resolved)
-    functions: list[tuple[int, wire.FunctionTool]] = []
-    others: list[tuple[int, Any]] = []
-    has_search = deferred = False
-    for i, tool in enumerate(tools):
-        kind = type(tool)
-        if kind is wire.FunctionTool:
-            functions.append((i, tool))  # type: ignore[arg-type]
-            deferred = deferred or tool.defer_loading  # type: ignore[union-attr]
-        elif kind is wire.ToolSearchTool:
-            has_search = True
-        else:
-            others.append((i, tool))
+    function = wire.FunctionTool
+    # One comprehension per question (C-speed loops); a Session may carry hundreds of functions.
+    functions = [tool for tool in tools if type(tool) is function]
+    others: list[tuple[int, Any]] = (
+        [(i, tool) for i, tool in enumerate(tools) if type(tool) is not function] if len(functions) < len(tools) else []
+    )
+    has_search = any(type(tool) is wire.ToolSearchTool for _, tool in others)
+    if has_search:
+        others = [(i, tool) for i, tool in others if type(tool) is not wire.ToolSearchTool]
+    deferred = True in [tool.defer_loading for tool in functions]
     if functions and not decl.function_tools:
         raise _reject("The harness does not support function tools.")
     if (has_search or deferred) and not decl.tool_search:
@@ -152,8 +151,8 @@ def admit(
     if has_search != deferred:
         raise _reject("Tool search requires deferred functions, and deferred functions require tool search.")
     if decl.function_parameters_object_root:
-        for i, fn in functions:
-            if fn.parameters.get("type") != "object":
+        for i, fn in enumerate(tools):
+            if type(fn) is function and fn.parameters.get("type") != "object":  # type: ignore[union-attr]
                 raise _reject(
                     "The harness requires function parameters with an explicit top-level type \"object\".",
                     f"agent.tools[{i}].parameters",
@@ -323,23 +322,29 @@ def _check_normalized_names(names: Sequence[str], label: str, param: str) -> Non
         seen[key] = name
 
 
-def _check_http_transport(decl: HarnessDeclaration, transport: wire.HttpTransport, at: str) -> None:
-    url = transport.server_url
+@lru_cache(maxsize=1024)
+def _server_url_ok(url: str) -> bool:
+    """An absolute HTTP(S) URL without credentials or fragment (a pure function of the text, so a
+    Session's servers, sent again and again, are parsed once)."""
     try:
         parts = urlsplit(url)
         port_ok = parts.port is None or parts.port > 0
     except ValueError:
-        parts, port_ok = None, False
-    if (
-        parts is None
-        or not port_ok
+        return False
+    return not (
+        not port_ok
         or parts.scheme not in ("http", "https")
         or not parts.hostname
         or parts.username is not None
         or parts.password is not None
         or "#" in url
         or _URL_BAD_CHARS.search(url) is not None
-    ):
+    )
+
+
+def _check_http_transport(decl: HarnessDeclaration, transport: wire.HttpTransport, at: str) -> None:
+    url = transport.server_url
+    if not _server_url_ok(url):
         raise _reject(
             "MCP server_url must be an absolute HTTP or HTTPS URL without credentials or fragment.", f"{at}.server_url"
         )

@@ -7,7 +7,7 @@ overrides into the snapshot and then admits it against the selected Harness (`ad
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any, Optional
 
@@ -67,55 +67,56 @@ _VOCABULARIES = ("core", "applicator", "unevaluated", "validation", "meta-data",
 _META_BOOKKEEPING = {"$schema", "$id", "$vocabulary", "$dynamicAnchor", "title", "$comment", "allOf"}
 
 
-def _static_refs(node: Any) -> Any:
+def _static_refs(node: Any, root: str = "#") -> Any:
     """A vocabulary meta-schema's subschema with its references pointing into the flat meta-schema:
-    `$dynamicRef: "#meta"` -> the root, `[base]#/$defs/name` -> the flat `$defs/name`."""
+    `$dynamicRef: "#meta"` -> `root`, `[base]#/$defs/name` -> the flat `$defs/name`."""
     if isinstance(node, dict):
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key == "$dynamicRef":
                 if value != "#meta":
                     raise ValueError(f"unexpected $dynamicRef {value!r}")
-                out["$ref"] = "#"
+                out["$ref"] = root
             elif key == "$ref":
                 _, sep, name = value.partition("#/$defs/")
                 if not sep or "/" in name:
                     raise ValueError(f"unexpected $ref {value!r}")
                 out["$ref"] = f"#/$defs/{name}"
             else:
-                out[key] = _static_refs(value)
+                out[key] = _static_refs(value, root)
         return out
     if isinstance(node, list):
-        return [_static_refs(v) for v in node]
+        return [_static_refs(v, root) for v in node]
     return node
 
 
-def flat_meta_schema() -> dict[str, Any]:
+def flat_meta_schema(root: str = "#") -> dict[str, Any]:
     """The Draft 2020-12 meta-schema with its seven vocabulary meta-schemas merged into one schema
     and every `$dynamicRef: "#meta"` made a `$ref` to that root. The same assertions: validating a
     schema starts at the root meta-schema, which holds `$dynamicAnchor: meta`, so each `#meta`
     resolves to it; the vocabularies are applied in an allOf, each one a `type` (the same in all)
     plus properties and $defs whose names no two vocabularies share (checked here), with no
     unevaluated* keyword that a merge could change. jsonschema-rs checks it several times faster
-    than the dynamic-scope original."""
+    than the dynamic-scope original. `root`: where the meta-schema will sit, when it is to be
+    embedded in another schema."""
     from jsonschema_specifications import REGISTRY
 
-    root = REGISTRY.contents(_DRAFT_2020_12 + "schema")
-    parts = [root] + [REGISTRY.contents(f"{_DRAFT_2020_12}meta/{name}") for name in _VOCABULARIES]
-    if root.get("allOf") != [{"$ref": f"meta/{name}"} for name in _VOCABULARIES]:
+    top = REGISTRY.contents(_DRAFT_2020_12 + "schema")
+    parts = [top] + [REGISTRY.contents(f"{_DRAFT_2020_12}meta/{name}") for name in _VOCABULARIES]
+    if top.get("allOf") != [{"$ref": f"meta/{name}"} for name in _VOCABULARIES]:
         raise ValueError("unexpected Draft 2020-12 meta-schema layout")
     properties: dict[str, Any] = {}
     defs: dict[str, Any] = {}
     for part in parts:
         if part.get("type") != ["object", "boolean"] or set(part) - _META_BOOKKEEPING - {"type", "properties", "$defs"}:
             raise ValueError("unexpected Draft 2020-12 vocabulary meta-schema layout")
-        if part is not root and "allOf" in part:
+        if part is not top and "allOf" in part:
             raise ValueError("unexpected allOf in a vocabulary meta-schema")
         for into, members in ((properties, part.get("properties", {})), (defs, part.get("$defs", {}))):
             for name, subschema in members.items():
                 if name in into:
                     raise ValueError(f"two vocabularies define {name!r}")
-                into[name] = _static_refs(subschema)
+                into[name] = _static_refs(subschema, root)
     return {"$schema": _DRAFT_2020_12 + "schema", "type": ["object", "boolean"], "properties": properties,
             "$defs": defs}
 
@@ -130,6 +131,26 @@ def _fast_meta_validator() -> Any:
     except ImportError:  # pragma: no cover - the layer ships it; the full check still runs
         return None
     return jsonschema_rs.Draft202012Validator(flat_meta_schema(), validate_formats=True)
+
+
+@lru_cache(maxsize=1)
+def _fast_parameters_validator() -> Any:
+    """All of a request's function `parameters` in one Rust call: an array whose every item is a
+    valid Draft 2020-12 schema (`flat_meta_schema`) that names no `$schema` and whose `type`, when
+    present, is "object" -- exactly what `check_tools` asks of each function's schema. None without
+    jsonschema-rs."""
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - the layer ships it; the full check still runs
+        return None
+    meta = flat_meta_schema("#/$defs/meta")
+    defs = meta.pop("$defs")
+    return jsonschema_rs.Draft202012Validator({
+        "$schema": meta.pop("$schema"),
+        "type": "array",
+        "items": {"$ref": "#/$defs/meta", "properties": {"$schema": False, "type": {"const": "object"}}},
+        "$defs": {**defs, "meta": meta},
+    }, validate_formats=True)
 
 
 def _surely_valid(schema: dict[str, Any]) -> bool:
@@ -167,13 +188,31 @@ def _type_text(value: Any) -> str:
     return jsonutil.dumps(value) if not isinstance(value, str) else value
 
 
+def _functions_pass(functions: list[wire.FunctionTool]) -> bool:
+    """Whether every function passes check_tools' function checks (unique nonblank names, a valid
+    schema without `$schema`, an object root), answered in a few C-speed passes and one Rust call;
+    False when not sure, and the one-by-one checks then find and word the first problem."""
+    names = [tool.name for tool in functions]
+    if len(set(names)) != len(names) or "" in names or any(map(str.isspace, names)):
+        return False
+    validator = _fast_parameters_validator()
+    try:
+        return validator is not None and bool(validator.is_valid([tool.parameters for tool in functions]))
+    except Exception:  # noqa: BLE001 - any doubt goes to the one-by-one checks
+        return False
+
+
 def check_tools(tools: Sequence[wire.AnyTool], prefix: str) -> None:
     """Duplicates, nonblank names, unique labels and function schema roots (protocol errors)."""
     names: set[str] = set()
     labels: set[str] = set()
     seen: set[str] = set()
     function = wire.FunctionTool
-    for i, tool in enumerate(tools):
+    functions = [tool for tool in tools if type(tool) is function]
+    indexed: Iterable[tuple[int, wire.AnyTool]] = enumerate(tools)
+    if functions and _functions_pass(functions):  # their checks all pass: only the others remain
+        indexed = [(i, tool) for i, tool in enumerate(tools) if type(tool) is not function]
+    for i, tool in indexed:
         if type(tool) is function:
             name = tool.name  # type: ignore[union-attr]
             if name in names:
@@ -385,16 +424,18 @@ def resolve_tools(tools: Sequence[wire.AnyTool], placement: Optional[str],
     with only its one default added, which is what resolve_tool would build field by field."""
     if raw is None or len(raw) != len(tools):
         return [resolve_tool(t, placement) for t in tools]
-    out = []
     function = wire.FunctionTool
-    for tool, sent in zip(tools, raw, strict=True):
-        if type(tool) is function and isinstance(sent, dict):
-            copy = dict(sent)
-            copy.setdefault("defer_loading", False)
-            out.append(copy)
-        else:
-            out.append(resolve_tool(tool, placement))
-    return out
+    # A copy with the default appended when missing (what dict(sent).setdefault(...) gives, with
+    # no method call per function).
+    return [
+        (sent.copy() if "defer_loading" in sent else sent | _FUNCTION_DEFAULTS)
+        if type(tool) is function and isinstance(sent, dict)
+        else resolve_tool(tool, placement)
+        for tool, sent in zip(tools, raw, strict=True)
+    ]
+
+
+_FUNCTION_DEFAULTS = {"defer_loading": False}
 
 
 def resolve_text(raw: Any) -> dict[str, Any]:
