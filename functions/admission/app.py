@@ -6,7 +6,7 @@ saved reference resolution, Harness declaration check -> 400 before anything is 
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_core import agents, live, sessions
+from agents_core import agents, sessions
 from agents_core.http import body, entrypoint, json_response, new_app, tenant
 from agents_core.observability import logger, metrics
 from agents_core.store import default_store
@@ -20,6 +20,8 @@ app = new_app()
 @app.post("/v1/agents/sessions/<session_id>/stream_tickets")
 def create_stream_ticket(session_id: str):
     """Extension: a single-use WebSocket ticket for browsers (they cannot set headers)."""
+    from agents_core import live  # this route's alone (with the Runtime protocol it imports): not every cold start's
+
     return json_response(200, live.create_ticket(default_store(), tenant(app), session_id))
 
 

@@ -30,10 +30,10 @@ from starlette.routing import Route
 
 from agents_contract import jsonutil
 from agents_contract.errors import AgentsError, InvalidRequest, NotFound, ServerError
-from agents_core import sessions, sse
-from agents_core.http import admission_error
-from agents_core.http import parse_body as parse_request_body
+from agents_core import sse
 from agents_core.observability import logger
+from agents_core.request import admission_error
+from agents_core.request import parse_body as parse_request_body
 from agents_core.settings import get_settings
 from agents_core.store import default_store
 
@@ -108,13 +108,21 @@ async def stream_events(request: Request) -> Response:
     return StreamingResponse(stream(tenant, session_id, after), media_type="text/event-stream", headers=SSE_HEADERS)
 
 
+def _create(tenant: str, body: dict[str, Any]) -> dict[str, Any]:
+    # Only this route parses and admits a Session (pydantic, the execution parser): an instance that only
+    # streams events never imports them. Imported on a worker thread, so the event loop never waits for it.
+    from agents_core import sessions
+
+    return sessions.create(default_store(), tenant, body)
+
+
 async def create_session(request: Request) -> Response:
     try:
         tenant = caller(request)
         body = parse_request_body(await request.body())
         if not isinstance(body, dict):
             raise InvalidRequest("Invalid type for 'body': expected an object, but got an array instead.", param=None)
-        session = await run_in_threadpool(sessions.create, default_store(), tenant, body)
+        session = await run_in_threadpool(_create, tenant, body)
     except AgentsError as err:
         return error(err)
     except Exception:  # noqa: BLE001

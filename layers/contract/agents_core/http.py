@@ -2,9 +2,8 @@
 
 - The official envelope on every non-2xx; deterministic 4xx answers carry `x-should-retry: false`
   (the official SDK otherwise retries 409s twice).
-- `OpenAI-Beta: agents=v1` is required; the caller's tenant comes from the Lambda authorizer (REST API
-  proxy events: `requestContext.authorizer.tenant`).
-- Bodies are parsed with exact numbers (saved Agents keep every pinned value).
+- The checks every request passes first (tenant, beta header, body parsing) are agents_core.request's,
+  shared with the streaming function.
 """
 
 from __future__ import annotations
@@ -16,21 +15,13 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agents_contract import jsonutil, surface
-from agents_contract.errors import (
-    AgentsError,
-    InvalidBeta,
-    InvalidRequest,
-    MethodNotAllowed,
-    PayloadTooLarge,
-    ServerError,
-    Unauthorized,
-)
+from agents_contract.errors import AgentsError, InvalidRequest, MethodNotAllowed, ServerError
 
 from .observability import logger, metrics
+from .request import admission_error, event_tenant, parse_body
 from .settings import get_settings
 
 JSON = "application/json"
-BETA = "agents=v1"
 
 
 def json_response(status: int, body: Any, headers: Optional[dict[str, str]] = None) -> Response:
@@ -73,12 +64,6 @@ def new_app() -> APIGatewayRestResolver:
     return app
 
 
-def event_tenant(event: dict[str, Any]) -> str:
-    """The tenant the REST API's Lambda authorizer put in the request context (empty: none)."""
-    authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
-    return authorizer.get("tenant") or ""
-
-
 def tenant(app: APIGatewayRestResolver) -> str:
     return event_tenant(app.current_event.raw_event)
 
@@ -94,15 +79,6 @@ def body(app: APIGatewayRestResolver) -> Any:
     return parse_body(data)
 
 
-def parse_body(data: bytes) -> Any:
-    """A request body as bytes -> the parsed JSON object (exact numbers), or the official 4xx."""
-    if len(data) > get_settings().max_body_bytes:
-        raise PayloadTooLarge(f"The request body is larger than {get_settings().max_body_bytes} bytes.")
-    if not data.strip():
-        raise InvalidRequest("The request body must be a JSON object.", param=None)
-    return jsonutil.loads_request(data)
-
-
 def query(app: APIGatewayRestResolver) -> dict[str, str]:
     return dict(app.current_event.raw_event.get("queryStringParameters") or {})
 
@@ -111,15 +87,6 @@ def _header(event: dict[str, Any], name: str) -> Optional[str]:
     for key, value in (event.get("headers") or {}).items():
         if key.lower() == name:
             return value
-    return None
-
-
-def admission_error(tenant_id: str, beta: Optional[str]) -> Optional[AgentsError]:
-    """Authentication, then the beta header: what every route checks first (buffered or streaming)."""
-    if not tenant_id:
-        return Unauthorized("Incorrect API key provided. Send 'Authorization: Bearer <your API key>'.")
-    if BETA not in [part.strip() for part in (beta or "").split(",")]:
-        return InvalidBeta()
     return None
 
 
