@@ -76,6 +76,10 @@ def test_functions_pass_says_not_sure_when_the_rust_check_fails(monkeypatch: pyt
     monkeypatch.setattr(parser, "_fast_parameters_validator", lambda: None)
     assert parser._functions_pass(functions) is False
     parser.check_tools(functions, "agent.")  # the one-by-one checks still pass it
+    monkeypatch.setattr(parser, "_fast_meta_validator", lambda: Broken())
+    assert parser._surely_valid(GOOD) is False
+    assert parser.schema_error(GOOD) is None  # the full check decides
+    assert parser.schema_error({"type": "nope"}) is not None
 
 
 def test_parameters_validator_checks_each_item() -> None:
