@@ -10,8 +10,8 @@ the handler uses them). Importing botocore is part of both figures.
 Bytecode: every sample reads compiled bytecode from a private cache (PYTHONPYCACHEPREFIX, filled by
 one unmeasured warm-up run), so the figures do not depend on whether an edited file's `__pycache__` in
 the tree happens to be stale. Lambda sees these figures only if the deployed artifacts carry bytecode
-for the runtime's Python; source compiled at every cold start costs more (`source_ms` when run with
-`--source`: no bytecode for any module at all, the worst case).
+for the runtime's Python (its file system is read-only: source without bytecode is compiled again at
+every cold start).
 """
 
 from __future__ import annotations
@@ -55,24 +55,21 @@ def _sample(directory: str, env: dict[str, str]) -> tuple[float, float]:
     return float(imported), float(first_call)
 
 
-def main(source: bool = False) -> dict:
+def main() -> dict:
     results = {}
     with tempfile.TemporaryDirectory(prefix="coldstart-pyc-") as cache:
         for directory in sorted((ROOT / "functions").iterdir()):
             if not (directory / "app.py").exists():
                 continue
-            if not source:
-                _sample(str(directory), _env(cache, write=True))  # warm-up: writes the bytecode cache
-            samples = [_sample(str(directory), _env(cache, write=not source)) for _ in range(SAMPLES)]
+            _sample(str(directory), _env(cache, write=True))  # warm-up: writes the bytecode cache
+            samples = [_sample(str(directory), _env(cache, write=False)) for _ in range(SAMPLES)]
             imports, first_calls = [s[0] for s in samples], [s[1] for s in samples]
             results[directory.name] = {"median_ms": round(statistics.median(imports) * 1000, 1),
                                        "min_ms": round(min(imports) * 1000, 1),
                                        "first_call_ms": round(statistics.median(first_calls) * 1000, 1)}
-    return emit("coldstart_source" if source else "coldstart",
-                {"benchmark": "cold_start_import", "bytecode": "none" if source else "cached",
-                 "import_time": results,
-                 "note": "local CPython, fresh interpreter per sample; Lambda arm64 differs"})
+    return emit("coldstart", {"benchmark": "cold_start_import", "bytecode": "cached", "import_time": results,
+                              "note": "local CPython, fresh interpreter per sample; Lambda arm64 differs"})
 
 
 if __name__ == "__main__":
-    main(source="--source" in sys.argv[1:])
+    main()
