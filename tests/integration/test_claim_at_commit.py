@@ -59,7 +59,11 @@ def test_a_message_to_an_idle_session_claims_the_new_turn_in_its_commit(client, 
         turns = client.beta.agents.sessions.turns.list(session.id, order="desc").data
         assert turns[0].status == "in_progress"
         wait_for(lambda: started(runtime, turns[0].id), timeout=10)
-        assert [e["type"] for e in outbox(stack, session.id)[-1][0]][-1] == "agent.session.turn.in_progress"
+        (events, commands), = [(e, c) for e, c in outbox(stack, session.id)
+                               if any(x["type"] == "agent.session.turn.created" and x["turn"]["id"] == turns[0].id
+                                      for x in e)]  # the message's own commit
+        assert events[-1]["type"] == "agent.session.turn.in_progress"
+        assert commands == [{"type": "start_execution", "turn_id": turns[0].id}]
     finally:
         del stack.poller.pump
     wait_for(lambda: turn_status(client, session.id, turns[0].id) == "completed", timeout=20)

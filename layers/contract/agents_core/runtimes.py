@@ -502,10 +502,36 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
             # saw nothing buffered, so this commit must see its marker instead: it fails and is decided
             # again (the marker then fills the gap and everything behind it applies).
             draft.tx.check(_obs_key(draft.tenant, draft.session_id, turn_id, gap), "attribute_not_exists(PK)")
+    if report.terminal and not report.fail_turn and report.result != "more":
+        _settle_now(draft, turn, report.terminal)
     if report.result == "ignored":
         report.result = "applied" if applied else ("buffered" if turn.buffered else "duplicate")
     report.acked = turn.obs_seq
     return report.result
+
+
+def _settle_now(draft: engine.Draft, turn: engine.TurnState, reported: str) -> None:
+    """The common Turn settles in the commit of its terminal observation: with no open call and no
+    unfinished Item there is nothing to close in bounded steps, so the settlement (the same one the
+    Settle task makes) joins this commit and the Session is idle without waiting for the workflow.
+    The workflow is still told; its Settle task then finds the Turn settled and changes nothing.
+    Only for a Turn of at most SETTLE_CHUNK Items, so the check stays one or two small reads: this
+    runs on the Runtime connection's path, where a slow message would hold back its heartbeats.
+    Anything else is left to the Settle task (observations are ignored from now on: `closing`)."""
+    if draft.writes() > DRAIN_ENTRIES - 8 or turn.outputs > engine.SETTLE_CHUNK:
+        return  # a long Turn: its Items are checked in bounded steps by the Settle task, off this path
+    if any(ref is not None and ref["state"] == "open" for (t, _), ref in draft._refs.items() if t == turn.id):
+        return  # an Item this commit opened is unfinished
+    if any(state in ("pending", "submitted") for state in draft.call_states.values()) or any(
+            "Put" in entry and entry["Put"]["Item"]["SK"]["S"].startswith("CALL#") for entry in draft.tx.entries):
+        return  # a call this commit made or left open
+    if engine.open_calls(draft.store, draft.tenant, draft.session_id, turn.id, limit=1):
+        return
+    if engine.open_item_refs(draft.store, draft.tenant, draft.session_id, turn.id, limit=1):
+        return
+    if turn.claimed_by:  # the claim row is no longer needed once the Turn ends
+        draft.tx.delete(conn_key(turn.claimed_by, f"CLAIM#{turn.id}"))
+    engine.settle(draft, turn, settlement_status(draft, turn, reported, lost=False))
 
 
 def _after(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger], connection_id: str,
@@ -719,6 +745,18 @@ _APPLY = {
 
 # ---- settlement (the Settle task) ---------------------------------------------------------------
 
+def settlement_status(draft: engine.Draft, turn: engine.TurnState, reported: str, lost: bool) -> str:
+    """How a Turn ends: a requested cancellation settles as cancelled; execution loss fails it; a
+    completed Turn without the structured answer its Agent requires fails."""
+    if turn.cancel_requested:
+        return "cancelled"
+    if lost or reported not in engine.TERMINAL:
+        return "failed"
+    if reported == "completed" and draft.snapshot.output_schema is not None and not turn.has_final_answer:
+        return "failed"
+    return reported
+
+
 def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outcome: Optional[dict[str, Any]],
            lost: bool, last_resort: bool = False) -> str:
     """Execution loss fails the claimed Turn without replay; a missing structured answer fails it.
@@ -736,16 +774,7 @@ def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outco
             return None
         if turn.status in engine.TERMINAL:
             return "settled:" + turn.status
-        if turn.cancel_requested:
-            status = "cancelled"
-        elif lost or last_resort:
-            status = "failed"
-        else:
-            status = (outcome or {}).get("status", "failed")
-            if status not in engine.TERMINAL:
-                status = "failed"
-            if status == "completed" and draft.snapshot.output_schema is not None and not turn.has_final_answer:
-                status = "failed"
+        status = settlement_status(draft, turn, (outcome or {}).get("status", "failed"), lost=lost or last_resort)
         if not turn.closing:
             turn.set(closing=status)
         return status
