@@ -251,6 +251,13 @@ class Draft:
         self._changed_refs.add(key)
         return ref
 
+    def leaves_open(self, turn_id: str) -> bool:
+        """Whether this commit opens an Item of the Turn it does not finish, or makes or leaves open a call."""
+        if any(ref is not None and ref["state"] == "open" for (t, _), ref in self._refs.items() if t == turn_id):
+            return True
+        return any(state in ("pending", "submitted") for state in self.call_states.values()) or any(
+            "Put" in entry and entry["Put"]["Item"]["SK"]["S"].startswith("CALL#") for entry in self.tx.entries)
+
     def writes(self) -> int:
         """Writes this commit will make so far (composed ones included, Session and outbox too)."""
         return (len(self.tx.entries) + len(self._items) + len(self._changed_refs) + len(self._call_writes)

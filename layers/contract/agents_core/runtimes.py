@@ -520,11 +520,8 @@ def _settle_now(draft: engine.Draft, turn: engine.TurnState, reported: str) -> N
     Anything else is left to the Settle task (observations are ignored from now on: `closing`)."""
     if draft.writes() > DRAIN_ENTRIES - 8 or turn.outputs > engine.SETTLE_CHUNK:
         return  # a long Turn: its Items are checked in bounded steps by the Settle task, off this path
-    if any(ref is not None and ref["state"] == "open" for (t, _), ref in draft._refs.items() if t == turn.id):
-        return  # an Item this commit opened is unfinished
-    if any(state in ("pending", "submitted") for state in draft.call_states.values()) or any(
-            "Put" in entry and entry["Put"]["Item"]["SK"]["S"].startswith("CALL#") for entry in draft.tx.entries):
-        return  # a call this commit made or left open
+    if draft.leaves_open(turn.id):
+        return
     if engine.open_calls(draft.store, draft.tenant, draft.session_id, turn.id, limit=1):
         return
     if engine.open_item_refs(draft.store, draft.tenant, draft.session_id, turn.id, limit=1):
