@@ -82,11 +82,10 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
                 draft.tx.put(idem, "attribute_not_exists(PK)")
             draft.commit()
             send_now(draft.commands)
-            if draft.started is not None and draft.started.claimed_by:
+            if draft.started is not None:
                 from . import runtimes
-                from .aws import default_workflow
 
-                runtimes.start_now(default_workflow(), tenant, session_id, draft.commands)
+                runtimes.start_now(draft)
             return
         except (TransactionConflict, Contention):
             time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter

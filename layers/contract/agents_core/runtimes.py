@@ -170,16 +170,19 @@ def claim_started_turn(draft: engine.Draft) -> Optional[str]:
     return _claim(draft, turn, candidates[0])
 
 
-def start_now(workflow: Workflow, tenant: str, session_id: str, commands: list[dict[str, Any]]) -> None:
-    """After a commit, start the executions it asks for at once. Best effort: the commit's outbox
-    record starts them again (idempotent: execution name = Turn id), so a failure here loses nothing."""
-    for command in commands:
-        if command.get("type") != "start_execution":
-            continue
-        try:
-            workflow.start(tenant, session_id, command["turn_id"])
-        except Exception:  # noqa: BLE001 - the outbox starts it
-            logger.warning("direct start failed; the outbox starts it", extra={"turn_id": command["turn_id"]})
+def start_now(draft: engine.Draft) -> None:
+    """After a commit that claimed the Turn it started, start its execution at once. Best effort: the
+    commit's outbox record starts it again (idempotent: execution name = Turn id), so a failure here
+    loses nothing and never fails the request."""
+    turn = draft.started
+    if turn is None or not turn.claimed_by:
+        return
+    from . import aws  # looked up now: the workflow client is built on first use
+
+    try:
+        aws.default_workflow().start(draft.tenant, draft.session_id, turn.id)
+    except Exception:  # noqa: BLE001 - the outbox starts it
+        logger.warning("direct start failed; the outbox starts it", extra={"turn_id": turn.id})
 
 
 def queued_turns(store: DynamoStore, harness: str) -> list[dict[str, Any]]:

@@ -120,10 +120,8 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
             if attempt == 4:
                 raise Unavailable() from None
             time.sleep(0.02 * (2 ** attempt))
-    if draft.started is not None and draft.started.claimed_by:
-        from .aws import default_workflow
-
-        runtimes.start_now(default_workflow(), tenant, session_id, draft.commands)
+    if draft.started is not None:
+        runtimes.start_now(draft)
     return session_view(item)
 
 
