@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from .harnesses import HarnessDriver, TurnHandle
 from .protocol import Emit, Reassembler, TurnChannel
 
 log = logging.getLogger("runtime")
+
+HELD_TURNS = 64  # Turns with messages waiting for their turn.start
+HELD_PER_TURN = 100
+HELD_SECONDS = 600.0
 
 
 class Runtime:
@@ -25,6 +30,7 @@ class Runtime:
         self._lock = threading.Lock()
         self._delivered: dict[str, None] = {}  # delivery ids seen, oldest first
         self._chunks = Reassembler()
+        self._held: dict[str, tuple[float, list[dict[str, Any]]]] = {}  # turn id -> (since, messages)
 
     def on_message(self, message: dict[str, Any]) -> None:
         whole = self._chunks.feed(message)  # Core sends a message over 128 KB in chunks
@@ -41,8 +47,11 @@ class Runtime:
             if not self._first_delivery(message.get("delivery_id")):
                 return  # Core posts after its commit and again from its outbox: at least once
             with self._lock:  # drivers' deliver() never blocks
-                handle = self.turns.get(message.get("turn_id", ""))
-                if handle is not None and not handle.done:
+                turn_id = str(message.get("turn_id", ""))
+                handle = self.turns.get(turn_id)
+                if handle is None:
+                    self._hold(turn_id, message)  # ahead of its turn.start, which travels another path
+                elif not handle.done:
                     handle.deliver(message)
         elif kind == "turn.ack":
             channel = self.channels.get(str(message.get("turn_id")))
@@ -56,6 +65,24 @@ class Runtime:
             channel = self.channels.get(str(message.get("turn_id")))
             if channel is not None and (error.get("type") == "server_error" or error.get("code") == "rate_limit_exceeded"):
                 channel.resend_from(message.get("ref"))  # transient: Core did not take it
+
+    def _hold(self, turn_id: str, message: dict[str, Any]) -> None:
+        """Keeps a message for a Turn whose turn.start has not arrived yet (Core posts a steer or a
+        cancel straight after its commit, while turn.start comes from the Turn's workflow). Bounded:
+        at most HELD_TURNS Turns of HELD_PER_TURN messages, each kept HELD_SECONDS; a Turn that never
+        starts here (claimed elsewhere, or its execution failed) is forgotten."""
+        cutoff = time.monotonic() - HELD_SECONDS
+        for stale in [t for t, (at, _) in self._held.items() if at < cutoff]:
+            del self._held[stale]
+        if turn_id not in self._held:
+            while len(self._held) >= HELD_TURNS:
+                self._held.pop(next(iter(self._held)))
+            self._held[turn_id] = (time.monotonic(), [])
+        held = self._held[turn_id][1]
+        if len(held) < HELD_PER_TURN:
+            held.append(message)
+        else:
+            log.warning("dropped a message for turn %s held ahead of its start", turn_id)
 
     def _first_delivery(self, delivery_id: Any) -> bool:
         if not isinstance(delivery_id, str):
@@ -72,13 +99,16 @@ class Runtime:
         with self._lock:
             if message["turn_id"] in self.turns:
                 return  # a redelivered start (the Dispatch task retried): the Turn runs once
+            held = self._held.pop(message["turn_id"], (0.0, []))[1]
             channel = TurnChannel(message, self.send, self.heartbeat_seconds)
             self.channels[message["turn_id"]] = channel
             driver = self.drivers.get(message.get("harness", ""))
             if driver is None:
                 channel.finish("turn.failed", error={"message": f"This Runtime does not serve '{message.get('harness')}'."})
                 return
-            self.turns[message["turn_id"]] = _Starting(channel)
+            starting = _Starting(channel)
+            starting.queued.extend(held)  # what arrived ahead of this start, in arrival order
+            self.turns[message["turn_id"]] = starting
         try:
             handle = driver.start_turn(message, channel)
         except Exception as exc:  # noqa: BLE001 - a driver bug fails its Turn, never the Runtime

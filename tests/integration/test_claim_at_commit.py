@@ -111,3 +111,42 @@ def test_a_message_cancelled_in_its_own_batch_is_not_claimed(client, runtime, st
     wait_for(lambda: turn_status(client, session.id, turns[0].id) == "cancelled", timeout=20)
     assert not started(runtime, turns[0].id)
     assert not claims(stack, runtime.connection_id)
+
+
+def steer(client, session_id, text):
+    client.beta.agents.sessions.events.create(session_id, events=[{
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}]}])
+
+
+def test_a_steer_that_reaches_the_runtime_before_turn_start_joins_the_turn_once(client, runtime, stack, monkeypatch):
+    """The steer is posted straight after its commit while turn.start comes from the Turn's workflow:
+    the Runtime holds it until the start, and the start carries only the input from before the claim."""
+    monkeypatch.setattr(runtimes, "start_now", lambda *args: None)  # the start waits for the outbox ...
+    stack.poller.pump = lambda: 0  # ... which is stopped for now
+    try:
+        session = session_with(client, "wait 20")
+        turn = client.beta.agents.sessions.turns.list(session.id).data[0]
+        assert turn.status == "in_progress"  # claimed, but the Runtime has not been told
+        steer(client, session.id, "say steered in")
+        wait_for(lambda: [m for m in runtime.inbox if m.get("type") == "turn.input"], timeout=10)
+        assert not started(runtime, turn.id)
+    finally:
+        del stack.poller.pump
+    start, = wait_for(lambda: started(runtime, turn.id), timeout=10)
+    assert [m["content"][0]["text"] for m in start["input"]] == ["wait 20"]  # the steer is not repeated
+    wait_for(lambda: turn_status(client, session.id, turn.id) == "completed", timeout=10)  # not after 20 s
+    texts = [i.content[0].text for i in client.beta.agents.sessions.items.list(session.id)
+             if i.type == "message" and i.role == "assistant"]
+    assert texts == ["steered in"]
+
+
+def test_a_message_to_a_queued_turn_is_part_of_its_start(client, stack):
+    """With no Runtime yet the Turn stays queued: a message added meanwhile is delivered by turn.start."""
+    session = session_with(client, "wait 0.1")
+    steer(client, session.id, "say also this")
+    runtime = stack.connect_runtime(runtimes.create_runtime_token(stack.store, "late"), ["scripted"])
+    turn = client.beta.agents.sessions.turns.list(session.id).data[0]
+    start, = wait_for(lambda: started(runtime, turn.id), timeout=10)
+    assert [m["content"][0]["text"] for m in start["input"]] == ["wait 0.1", "say also this"]
+    wait_for(lambda: turn_status(client, session.id, turn.id) == "completed", timeout=10)

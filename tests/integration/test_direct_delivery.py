@@ -71,3 +71,57 @@ def test_the_runtime_applies_each_delivery_once():
     router.on_message({**steer, "delivery_id": "dlv_b", "item": {"id": "msg_2"}})  # a new message
     router.on_message({"type": "turn.input", "turn_id": "turn_1", "item": {"id": "msg_3"}})  # no id: applied
     assert handle.delivered == [("steer", "msg_1"), ("steer", "msg_2"), ("steer", "msg_3")]
+
+
+class RecordingDriver:
+    harness = engine = "scripted"
+
+    def __init__(self):
+        self.handles = {}
+
+    def start_turn(self, start, channel):
+        handle = self.handles[start["turn_id"]] = Recording()
+        return handle
+
+    def close(self):
+        pass
+
+
+def start(turn_id):
+    return {"type": "turn.start", "tenant": "t", "session_id": "s", "turn_id": turn_id, "harness": "scripted"}
+
+
+def test_messages_ahead_of_turn_start_are_held_and_applied_at_the_start_in_order():
+    driver = RecordingDriver()
+    router = Runtime(lambda message: None, {"scripted": driver})
+    router.on_message({"type": "turn.input", "turn_id": "turn_1", "item": {"id": "msg_1"}, "delivery_id": "dlv_1"})
+    router.on_message({"type": "turn.cancel", "turn_id": "turn_1", "delivery_id": "dlv_2"})
+    router.on_message({"type": "turn.input", "turn_id": "turn_1", "item": {"id": "msg_1"}, "delivery_id": "dlv_1"})
+    router.on_message(start("turn_1"))
+    assert driver.handles["turn_1"].delivered == [("steer", "msg_1"), ("cancel", None)]
+    router.on_message({"type": "turn.input", "turn_id": "turn_1", "item": {"id": "msg_3"}, "delivery_id": "dlv_3"})
+    assert driver.handles["turn_1"].delivered[-1] == ("steer", "msg_3")  # started: delivered at once
+    assert router._held == {}
+
+
+def test_held_messages_are_bounded_by_turns_count_and_age(monkeypatch):
+    import runtime.router as router_module
+
+    driver = RecordingDriver()
+    router = Runtime(lambda message: None, {"scripted": driver})
+    monkeypatch.setattr(router_module, "HELD_TURNS", 2)
+    monkeypatch.setattr(router_module, "HELD_PER_TURN", 3)
+    for n in range(5):  # a Turn never started here holds at most HELD_PER_TURN messages
+        router.on_message({"type": "turn.input", "turn_id": "turn_a", "item": {"id": f"a{n}"}})
+    router.on_message({"type": "turn.input", "turn_id": "turn_b", "item": {"id": "b"}})
+    router.on_message({"type": "turn.input", "turn_id": "turn_c", "item": {"id": "c"}})  # turn_a, the oldest, goes
+    assert list(router._held) == ["turn_b", "turn_c"]
+    clock = [1000.0]
+    monkeypatch.setattr(router_module.time, "monotonic", lambda: clock[0])
+    router._held = {}
+    router.on_message({"type": "turn.input", "turn_id": "turn_d", "item": {"id": "d"}})
+    clock[0] += router_module.HELD_SECONDS + 1
+    router.on_message({"type": "turn.input", "turn_id": "turn_e", "item": {"id": "e"}})  # turn_d is stale
+    assert list(router._held) == ["turn_e"]
+    router.on_message(start("turn_a"))  # what was dropped is not replayed
+    assert driver.handles["turn_a"].delivered == []

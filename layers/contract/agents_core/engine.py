@@ -78,6 +78,10 @@ class TurnState:
     outputs: int = 0
     has_final_answer: bool = False
     cancel_requested: bool = False
+    # Positions of the Items turn.start carries: the Turn's first message through the last one added
+    # before its claim. Every later message reaches the Runtime as turn.input, never twice.
+    input_from: int = 0
+    input_through: int = 0
     closing: Optional[str] = None  # the terminal status being settled: observations are ignored from then on
     changed: set[str] = field(default_factory=set)
 
@@ -100,6 +104,8 @@ class TurnState:
             outputs=int(item.get("outputs", 0)),
             has_final_answer=bool(item.get("has_final_answer", False)),
             cancel_requested=bool(item.get("cancel_requested", False)),
+            input_from=int(item.get("input_from", 0)),
+            input_through=int(item.get("input_through", 0)),
             closing=item.get("closing"),
         )
 
@@ -471,6 +477,7 @@ def start_turn(draft: Draft, messages: list[list[dict[str, Any]]]) -> TurnState:
                           "tenant": draft.tenant, "session_id": draft.session_id, "harness": snapshot.harness,
                           "GSI1PK": f"QUEUE#{snapshot.harness}", "GSI1SK": turn_id})
     draft.emit_turn("agent.session.turn.created", turn)
+    turn.set(input_from=draft.item_seq + 1)
     for content in messages:
         add_user_message(draft, turn, content)
     draft.active_turn = {"id": turn_id, "status": "queued", "claimed_by": None, "cancel_requested": False}

@@ -119,7 +119,7 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
         if turn is None or turn.status != "queued":
             return turn.claimed_by if turn is not None and turn.status not in engine.TERMINAL else None
         snapshot = draft.snapshot
-        messages = [jsonutil.loads(i["doc"])["content"] for i in _turn_items(store, tenant, session_id, turn_id)]
+        messages = [i["content"] for i in _turn_input(store, tenant, session_id, turn_id, turn)]
         required = capabilities.required_capabilities(snapshot, messages=[{"content": c} for c in messages])
         candidates = eligible_runtimes(store, snapshot.harness, required)
         if only is not None:
@@ -142,7 +142,8 @@ def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any])
     chosen = runtime["connection_id"]
     # Provenance: which engine runs this Turn (`scripted`, or the native engine and version).
     turn.set(status="in_progress", started_at=now(), claimed_by=chosen,
-             x_agents_core={"engine": runtime.get("engine", "unknown")})
+             x_agents_core={"engine": runtime.get("engine", "unknown")},
+             input_through=draft.item_seq)  # turn.start carries these; later messages go as turn.input
     # The connection remembers what it claimed, so losing it fails those Turns at once.
     draft.tx.put({**conn_key(chosen, f"CLAIM#{turn.id}"), "kind": "claim", "tenant": draft.tenant,
                   "session_id": draft.session_id, "turn_id": turn.id, "ttl": now() + 2 * 3600})
@@ -189,25 +190,43 @@ def queued_turns(store: DynamoStore, harness: str) -> list[dict[str, Any]]:
     return store.query(pk=f"QUEUE#{harness}", index="GSI1", limit=100, ascending=True).items
 
 
-def _turn_items(store: DynamoStore, tenant: str, session_id: str, turn_id: str) -> list[dict[str, Any]]:
-    return store.query(pk=session_pk(tenant, session_id), sk_prefix="ITEM#", limit=1000, consistent=True,
-                       filter_expression="turn_id = :t", values={":t": turn_id}).items
+def _turn_input(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
+                turn: Optional[engine.TurnState] = None) -> list[dict[str, Any]]:
+    """The Turn's input Items: from its first message through the last one added before its claim
+    (all of them while it is queued). One range read; a Turn stored without its range (written before
+    the range existed) is found by a filtered read of the Session's Items."""
+    pk = session_pk(tenant, session_id)
+    if turn is None or not turn.input_from:
+        rows = store.query(pk=pk, sk_prefix="ITEM#", limit=1000, consistent=True,
+                           filter_expression="turn_id = :t", values={":t": turn_id}).items
+        docs = [jsonutil.loads(i["doc"]) for i in rows]
+        return [d for d in docs if d.get("role") == "user"]
+    through = turn.input_through or None
+    limit = min(1000, through - turn.input_from + 1) if through else 1000
+    rows = store.query(pk=pk, sk_prefix="ITEM#", after=item_sk(turn.input_from - 1), limit=limit,
+                       consistent=True).items
+    docs = [jsonutil.loads(i["doc"]) for i in rows
+            if i.get("turn_id") == turn_id and (through is None or int(i["SK"][5:]) <= through)]
+    return [d for d in docs if d.get("role") == "user"]
 
 
 def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
-                  session: Optional[dict[str, Any]] = None) -> dict[str, Any]:
-    """turn.start: the frozen configuration (schema included, on every Turn) and the Turn's input."""
+                  session: Optional[dict[str, Any]] = None,
+                  turn: Optional[engine.TurnState] = None) -> dict[str, Any]:
+    """turn.start: the frozen configuration (schema included, on every Turn) and the Turn's input as
+    it stood when the Turn was claimed; a message added after the claim was sent as turn.input, and
+    may reach the Runtime before this start (it travels another path), so it is never repeated here."""
     session = session or store.get({"PK": session_pk(tenant, session_id), "SK": "S"})
     if session is None:
         raise ConnectionError("session vanished")
     snapshot = engine.Snapshot.from_json(unpack(session["snapshot"]))
-    items = [jsonutil.loads(i["doc"]) for i in _turn_items(store, tenant, session_id, turn_id)]
+    items = _turn_input(store, tenant, session_id, turn_id, turn)
     agent = snapshot.agent
     return {
         "type": "turn.start", "tenant": tenant, "session_id": session_id, "turn_id": turn_id,
         "harness": snapshot.harness, "impersonate": snapshot.impersonate,
         "agent": agent, "environment": snapshot.environment,
-        "input": [i for i in items if i.get("role") == "user"],
+        "input": items,
         "execution_controls": {
             "output_format": agent["text"]["format"],
             "verbosity": agent["text"]["verbosity"],
@@ -231,7 +250,8 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
                                         names={"#st": "status"},
                                         values={":t": task_token, ":c": "completed", ":f": "failed", ":x": "cancelled"})
     store.transact(tx)
-    messenger.post(item["claimed_by"], start_message(store, tenant, session_id, turn_id, session))
+    messenger.post(item["claimed_by"],
+                   start_message(store, tenant, session_id, turn_id, session, engine.TurnState.from_item(item)))
 
 
 # ---- observations --------------------------------------------------------------------------------
