@@ -16,6 +16,7 @@ log = logging.getLogger("runtime")
 HELD_TURNS = 64  # Turns with messages waiting for their turn.start
 HELD_PER_TURN = 100
 HELD_SECONDS = 600.0
+ENDED_KEPT = 10_000  # ids of ended Turns remembered after their state is let go
 
 
 class Runtime:
@@ -30,6 +31,7 @@ class Runtime:
         self._lock = threading.Lock()
         self._delivered: dict[str, None] = {}  # delivery ids seen, oldest first
         self._chunks = Reassembler()
+        self._ended: dict[str, None] = {}  # ids of ended Turns whose state was let go, oldest first
         self._held: dict[str, tuple[float, list[dict[str, Any]]]] = {}  # turn id -> (since, messages)
 
     def on_message(self, message: dict[str, Any]) -> None:
@@ -50,7 +52,8 @@ class Runtime:
                 turn_id = str(message.get("turn_id", ""))
                 handle = self.turns.get(turn_id)
                 if handle is None:
-                    self._hold(turn_id, message)  # ahead of its turn.start, which travels another path
+                    if turn_id not in self._ended:
+                        self._hold(turn_id, message)  # ahead of its turn.start, which travels another path
                 elif not handle.done:
                     handle.deliver(message)
         elif kind == "turn.ack":
@@ -84,6 +87,18 @@ class Runtime:
         else:
             log.warning("dropped a message for turn %s held ahead of its start", turn_id)
 
+    def _forget_ended(self) -> None:
+        """A long-lived Runtime keeps no ended Turn: once a Turn's terminal observation is acknowledged
+        (or given up on) its handle and channel go, and only its id stays, among the last ENDED_KEPT,
+        so a redelivered start or a late message for it is still dropped."""
+        for turn_id in [t for t, h in self.turns.items()
+                        if not isinstance(h, _Starting) and h.done and not h.channel.unacknowledged]:
+            del self.turns[turn_id]
+            self.channels.pop(turn_id, None)
+            self._ended[turn_id] = None
+        while len(self._ended) > ENDED_KEPT:
+            self._ended.pop(next(iter(self._ended)))
+
     def _first_delivery(self, delivery_id: Any) -> bool:
         if not isinstance(delivery_id, str):
             return True
@@ -97,8 +112,9 @@ class Runtime:
 
     def _start(self, message: dict[str, Any]) -> None:
         with self._lock:
-            if message["turn_id"] in self.turns:
+            if message["turn_id"] in self.turns or message["turn_id"] in self._ended:
                 return  # a redelivered start (the Dispatch task retried): the Turn runs once
+            self._forget_ended()
             held = self._held.pop(message["turn_id"], (0.0, []))[1]
             channel = TurnChannel(message, self.send, self.heartbeat_seconds)
             self.channels[message["turn_id"]] = channel

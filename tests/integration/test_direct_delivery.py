@@ -81,6 +81,7 @@ class RecordingDriver:
 
     def start_turn(self, start, channel):
         handle = self.handles[start["turn_id"]] = Recording()
+        handle.channel = channel
         return handle
 
     def close(self):
@@ -125,3 +126,21 @@ def test_held_messages_are_bounded_by_turns_count_and_age(monkeypatch):
     assert list(router._held) == ["turn_e"]
     router.on_message(start("turn_a"))  # what was dropped is not replayed
     assert driver.handles["turn_a"].delivered == []
+
+
+def test_a_long_lived_runtime_lets_go_of_ended_turns_but_still_drops_their_late_messages():
+    driver = RecordingDriver()
+    router = Runtime(lambda message: None, {"scripted": driver})
+    router.on_message(start("turn_1"))
+    first = driver.handles["turn_1"]
+    first.channel.emit("turn.completed")  # sent, not yet acknowledged: kept for resending
+    first.channel.done.set()
+    router.on_message(start("turn_2"))
+    assert "turn_1" in router.turns
+    router.on_message({"type": "turn.ack", "turn_id": "turn_1", "seq": 1})
+    router.on_message(start("turn_3"))  # the next start lets the acknowledged, ended Turn go
+    assert set(router.turns) == {"turn_2", "turn_3"} and "turn_1" not in router.channels
+    router.on_message(start("turn_1"))  # a redelivered start runs nothing
+    assert driver.handles["turn_1"] is first
+    router.on_message({"type": "turn.cancel", "turn_id": "turn_1", "delivery_id": "dlv_late"})
+    assert router._held == {} and first.delivered == []
