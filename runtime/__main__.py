@@ -55,6 +55,9 @@ def parser() -> argparse.ArgumentParser:
                    help="with --model-provider scripted: log every model request here (JSON lines)")
     p.add_argument("--state-dir", default=os.environ.get("AGENTS_CORE_RUNTIME_STATE", "~/.agents-core/runtime"),
                    help="native state per Session (CODEX_HOME, thread ids), kept so a restart resumes history")
+    p.add_argument("--warm-sessions", type=int, default=int(os.environ.get("AGENTS_CORE_WARM_SESSIONS", "4")),
+                   help="idle native processes kept warm per Harness (least recently used stop first; "
+                        "a stopped Session resumes its native thread on its next Turn)")
     p.add_argument("--heartbeat", type=float, default=float(os.environ.get("AGENTS_CORE_HEARTBEAT", "5")))
     p.add_argument("--stack", default=os.environ.get("AGENTS_CORE_STACK_FILE") or os.environ.get(
         "AGENTS_CORE_STATE_FILE") or ".local/stack.json",  # the second is the variable's old name
@@ -89,7 +92,7 @@ def build_drivers(args: argparse.Namespace, harnesses: list[str]) -> tuple[dict[
                     raise SystemExit("error: --native codex with the real provider needs OPENAI_API_KEY "
                                      "(or use --model-provider scripted)")
                 model = Provider("openai", args.openai_base_url, env_key="OPENAI_API_KEY")
-            drivers[harness] = CodexDriver(model, args.state_dir)
+            drivers[harness] = CodexDriver(model, args.state_dir, max_warm=args.warm_sessions)
         elif harness == "claude_code":
             from .harnesses.claude_code.driver import ClaudeCodeDriver
             from .harnesses.claude_code.driver import Provider as ClaudeProvider
@@ -105,7 +108,7 @@ def build_drivers(args: argparse.Namespace, harnesses: list[str]) -> tuple[dict[
                     raise SystemExit("error: --native claude_code with the real provider needs ANTHROPIC_API_KEY "
                                      "(or use --model-provider scripted)")
                 claude_model = ClaudeProvider("anthropic", args.anthropic_base_url)
-            drivers[harness] = ClaudeCodeDriver(claude_model, args.state_dir)
+            drivers[harness] = ClaudeCodeDriver(claude_model, args.state_dir, max_warm=args.warm_sessions)
     return drivers, provider
 
 

@@ -15,12 +15,15 @@ import asyncio
 import logging
 import pathlib
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any
 
 from ..protocol import TurnChannel
 
 log = logging.getLogger("runtime")
+
+DEFAULT_MAX_WARM = 4  # idle native processes kept per Harness (`--warm-sessions`)
 
 
 class TurnHandle(abc.ABC):
@@ -97,13 +100,19 @@ class NativeTurn(TurnHandle):
 class NativeDriver(HarnessDriver):
     """A Harness run by native processes, one per Session, all driven from one asyncio loop thread.
     Subclasses name their per-Session and per-Turn classes; a Session object has `run(turn)` and
-    `stop()` coroutines."""
+    `stop()` coroutines, an `alive` property (its process runs), `current` (the Turn it runs) and
+    `lock` (held while a Turn runs).
+
+    A Session's process stays warm between Turns for `idle_seconds`; at most `max_warm` idle ones are
+    kept, the least recently used stopping first (a stopped Session resumes its native thread on its
+    next Turn), so a Runtime serving many Sessions does not hold one process per Session it ever saw."""
 
     session_class: Any
     turn_class: Any
     stop_seconds: float = 10.0
 
-    def _setup(self, binary: str, version: str, provider: Any, state_dir: str, idle_seconds: float) -> None:
+    def _setup(self, binary: str, version: str, provider: Any, state_dir: str, idle_seconds: float,
+               max_warm: int = DEFAULT_MAX_WARM) -> None:
         self.binary = binary
         self.version = version
         self.engine = f"{self.harness} {version}"
@@ -111,7 +120,9 @@ class NativeDriver(HarnessDriver):
         self.state_dir = pathlib.Path(state_dir).expanduser().resolve() / self.harness
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.idle_seconds = idle_seconds
+        self.max_warm = max(0, max_warm)
         self.sessions: dict[str, Any] = {}
+        self._used: dict[str, float] = {}  # Session id -> when a Turn last started in it
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name=f"{self.harness}-driver", daemon=True)
         self._thread.start()
@@ -126,8 +137,30 @@ class NativeDriver(HarnessDriver):
             session = self.sessions[session_id] = self.session_class(self, start)
         turn = self.turn_class(session, start, channel)
         channel.start_heartbeats()
+        self._used[session_id] = time.monotonic()
         self.submit(session.run(turn))
         return turn
+
+    def idle_later(self, session: Any) -> asyncio.TimerHandle:
+        """After a Turn: stop this Session's process once it has been idle `idle_seconds`, and keep at
+        most `max_warm` idle processes now. Runs on the driver's loop."""
+        asyncio.ensure_future(self.trim())
+        return asyncio.get_running_loop().call_later(self.idle_seconds,
+                                                     lambda: asyncio.ensure_future(self.retire(session)))
+
+    async def trim(self) -> None:
+        idle = [(self._used.get(sid, 0.0), sid, s) for sid, s in list(self.sessions.items())
+                if s.alive and s.current is None and not s.lock.locked()]
+        idle.sort(key=lambda entry: entry[0])
+        for _, sid, session in idle[:max(0, len(idle) - self.max_warm)]:
+            log.info("%s: stopping the idle process of %s (more than %d warm)", self.harness, sid, self.max_warm)
+            await self.retire(session)
+
+    async def retire(self, session: Any) -> None:
+        """Stops an idle Session's process; never one that runs a Turn (the lock orders them)."""
+        async with session.lock:
+            if session.current is None and session.alive:
+                await session.stop()
 
     async def stop_sessions(self) -> None:
         await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)

@@ -96,9 +96,10 @@ class NativeRuntime:
     state directory (so a restart resumes the native history); the provider log shows what the native
     Harness sent the model."""
 
-    def __init__(self, info: dict, root: pathlib.Path, harness: str):
+    def __init__(self, info: dict, root: pathlib.Path, harness: str, extra: tuple[str, ...] = ()):
         self.info = info
         self.harness = harness
+        self.extra = extra
         self.log = root / "provider.jsonl"
         self.state = root / "state"
         self.stderr = root / "runtime.log"
@@ -109,7 +110,7 @@ class NativeRuntime:
         with open(self.stderr, "a") as err:
             self.process = start_runtime(self.info, [self.harness], extra=(
                 "--native", self.harness, "--model-provider", "scripted", "--provider-log", str(self.log),
-                "--state-dir", str(self.state)), stderr=err)
+                "--state-dir", str(self.state), *self.extra), stderr=err)
         from local.inprocess import wait_for
 
         wait_for(lambda: self.stderr.read_text().count(f"connected; serving {self.harness}") > mark, timeout=30)

@@ -24,7 +24,8 @@ CODEX_VERSION = "0.163.0"
 
 @pytest.fixture(scope="module")
 def codex(local_stack, runtime_process, tmp_path_factory):
-    runtime = NativeRuntime(local_stack, tmp_path_factory.mktemp("codex"), "codex")
+    # One warm idle process at most: a Session whose process was stopped resumes on its next Turn.
+    runtime = NativeRuntime(local_stack, tmp_path_factory.mktemp("codex"), "codex", extra=("--warm-sessions", "1"))
     runtime.start()
     yield runtime
     runtime.stop()
@@ -189,3 +190,20 @@ def test_sdk_stream_helper_with_tool_handlers_on_codex(client, codex, tmp_path):
         final = stream.get_final_result()
     assert calls == [{"city": "Oslo"}]
     assert final.output_text == "Sunny in Oslo."
+
+
+def test_an_idle_process_beyond_the_warm_limit_stops_and_its_session_resumes(client, codex):
+    first = create(client, "say first session")
+    wait_for(lambda: turn_status(client, first.id, first_turn(client, first.id).id) == "completed", timeout=30)
+    other = create(client, "say another session")
+    wait_for(lambda: turn_status(client, other.id, first_turn(client, other.id).id) == "completed", timeout=30)
+    wait_for(lambda: f"stopping the idle process of {first.id}" in codex.stderr.read_text(), timeout=10)
+    client.beta.agents.sessions.events.create(first.id, events=[{
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "say back again"}]}]}])
+    wait_for(lambda: client.beta.agents.sessions.retrieve(first.id).status == "idle"
+             and len(client.beta.agents.sessions.turns.list(first.id).data) == 2, timeout=40)
+    items = client.beta.agents.sessions.items.list(first.id, order="asc").data
+    assert items[-1].content[0].text == "back again"
+    resumed = requests_of(codex, "say back again")[-1]["body"]["input"]
+    assert "first session" in json.dumps(resumed)  # a new process, the same native thread

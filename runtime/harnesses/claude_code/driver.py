@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ...protocol import TurnChannel
-from .. import NativeDriver, NativeTurn
+from .. import DEFAULT_MAX_WARM, NativeDriver, NativeTurn
 from ..common import AdapterError, output_schema, tools_of
 from . import config as adapter
 from .functions import FunctionsServer
@@ -204,9 +204,9 @@ class ClaudeCodeDriver(NativeDriver):
     stop_seconds = 20.0
 
     def __init__(self, provider: Provider, state_dir: str, binary: Optional[str] = None,
-                 idle_seconds: float = 600.0, client_factory: Any = None):
+                 idle_seconds: float = 600.0, client_factory: Any = None, max_warm: int = DEFAULT_MAX_WARM):
         found = find_claude(binary)
-        self._setup(found, claude_version(found), provider, state_dir, idle_seconds)
+        self._setup(found, claude_version(found), provider, state_dir, idle_seconds, max_warm)
         self.session_class, self.turn_class = ClaudeSession, ClaudeTurn
         self.client_factory = client_factory  # injectable: tests pass a recorded exchange
 
@@ -338,6 +338,10 @@ class ClaudeSession:
                 raise AdapterError(f"Required MCP server '{label}' did not connect: {reason}")
             log.warning("optional MCP server '%s' did not connect (%s): running without it", label, reason)
 
+    @property
+    def alive(self) -> bool:
+        return self.client is not None and self._owner is not None and not self._owner.done()
+
     async def stop(self) -> None:
         if self._stop is not None:
             self._stop.set()
@@ -368,8 +372,7 @@ class ClaudeSession:
                 turn.channel.finish("turn.failed", error={"message": f"The Claude Code driver failed: {exc}"[:400]})
             finally:
                 self.current = None
-                self._idle = asyncio.get_running_loop().call_later(
-                    self.driver.idle_seconds, lambda: asyncio.ensure_future(self.stop()))
+                self._idle = self.driver.idle_later(self)
 
 
 @dataclass

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ...protocol import TurnChannel, assistant_message
-from .. import NativeDriver, NativeTurn
+from .. import DEFAULT_MAX_WARM, NativeDriver, NativeTurn
 from ..common import AdapterError, placement, tools_of
 from . import config as adapter
 from .rpc import JsonRpcPeer, ProcessExited, RpcError
@@ -163,9 +163,9 @@ class CodexDriver(NativeDriver):
     harness = "codex"
 
     def __init__(self, provider: Provider, state_dir: str, binary: Optional[str] = None,
-                 idle_seconds: float = 600.0):
+                 idle_seconds: float = 600.0, max_warm: int = DEFAULT_MAX_WARM):
         found = find_codex(binary)
-        self._setup(found, codex_version(found), provider, state_dir, idle_seconds)
+        self._setup(found, codex_version(found), provider, state_dir, idle_seconds, max_warm)
         self.session_class, self.turn_class = CodexSession, CodexTurn
 
 
@@ -245,6 +245,10 @@ class CodexSession:
             turn.channel.finish("turn.failed", error={"message": f"The Codex process exited ({code}). {tail}"[:400]})
             turn.finished.set()
 
+    @property
+    def alive(self) -> bool:
+        return self.peer is not None and self.peer.alive
+
     async def stop(self) -> None:
         if self.peer is not None:
             await self.peer.close()
@@ -264,8 +268,7 @@ class CodexSession:
                 turn.channel.finish("turn.failed", error={"message": f"The Codex driver failed: {exc}"[:400]})
             finally:
                 self.current = None
-                self._idle = asyncio.get_running_loop().call_later(
-                    self.driver.idle_seconds, lambda: asyncio.ensure_future(self.stop()))
+                self._idle = self.driver.idle_later(self)
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
         if self.current is not None:
