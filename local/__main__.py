@@ -30,7 +30,29 @@ def runtime_line(stack: LocalStack) -> str:
     return line
 
 
+USAGE = """usage: python -m local   (make dev)
+
+Runs the whole system on this machine: the HTTP API and dashboard, the WebSocket gateway, moto
+(DynamoDB, Streams, Step Functions executing the Turn workflow) and a reference Runtime.
+Settings come from the environment:
+  AGENTS_CORE_HTTP_PORT (8000), AGENTS_CORE_WS_PORT (8001), AGENTS_CORE_MOTO_PORT (5055): 0 binds a free port
+  AGENTS_CORE_STACK_FILE       where the running stack describes itself (.local/stack.json)
+  AGENTS_CORE_DEV_API_KEY      the dev API key to create (default: a new random one)
+  AGENTS_CORE_DEV_TENANT       its tenant (dev)
+  AGENTS_CORE_START_RUNTIME    0: start no reference Runtime
+  AGENTS_CORE_NATIVE_HARNESSES codex,claude_code: run those natively on the scripted model provider
+  AGENTS_CORE_HEARTBEAT_SECONDS, AGENTS_CORE_WS_DELIVERY (direct|ordered|concurrent)
+"""
+
+
 def main() -> int:
+    if any(arg in ("-h", "--help") for arg in sys.argv[1:]):
+        print(USAGE, end="")
+        return 0
+    if sys.argv[1:]:
+        print(f"python -m local takes no arguments (got {' '.join(sys.argv[1:])}); settings come from the "
+              "environment, see --help", file=sys.stderr)
+        return 2
     stack = LocalStack()
     info = stack.start()
     print(f"""

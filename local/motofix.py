@@ -9,6 +9,9 @@ here runs in AWS):
    4 MB and 100 entries. moto applies entries one by one, restores deep copies of whole tables on
    a condition failure (O(table size) per transaction) and leaves partial writes behind when an
    entry fails validation midway.
+
+It also wakes the local Streams pollers (`wake_on_stream_records`) whenever moto appends a stream
+record, so a poller sleeps while nothing is written instead of asking moto twenty times a second.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from __future__ import annotations
 import copy
 import functools
 import threading
+import weakref
 from typing import Any
 
 LOCK = threading.RLock()
+_stream_listeners: weakref.WeakSet[threading.Event] = weakref.WeakSet()
 _installed = False
 
 ITEM_LIMIT = 400 * 1024
@@ -152,6 +157,11 @@ def _locked(method: Any) -> Any:
     return wrapper
 
 
+def wake_on_stream_records(event: threading.Event) -> None:
+    """`event` is set whenever moto appends a record to any table's stream in this process."""
+    _stream_listeners.add(event)
+
+
 def install() -> None:
     global _installed
     if _installed:
@@ -161,5 +171,16 @@ def install() -> None:
     for name in _LOCKED:
         setattr(DynamoDBBackend, name, _locked(getattr(DynamoDBBackend, name)))
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
+    from moto.dynamodb.models.table import StreamShard
+
+    original_add = StreamShard.add
+
+    @functools.wraps(original_add)
+    def add(self: Any, old: Any, new: Any) -> None:
+        original_add(self, old, new)
+        for event in list(_stream_listeners):
+            event.set()
+
+    StreamShard.add = add  # type: ignore[method-assign]
     _installed = True
 

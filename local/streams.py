@@ -57,6 +57,7 @@ class StreamPoller:
     _pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _attempts: dict[str, int] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
+    _wake: threading.Event = field(default_factory=threading.Event)  # a stream record was appended
     delivered: int = 0
 
     def _shards(self) -> list[str]:
@@ -114,15 +115,29 @@ class StreamPoller:
         self.delivered += delivered
         return delivered
 
-    def run(self, interval: float = 0.01, idle_max: float = 0.05) -> None:
-        """Poll fast after activity and back off while idle (as the event source mapping's poller)."""
+    def run(self, interval: float = 0.01, idle_max: float = 0.05, asleep_max: float = 1.0) -> None:
+        """Poll fast after activity and back off while idle (as the event source mapping's poller).
+        With moto in this process, a new stream record wakes the poller at once (`motofix`), so
+        while nothing is written it asks moto once a second instead of every 50 ms; a batch that
+        failed is retried within `idle_max` either way."""
+        from .motofix import wake_on_stream_records
+
+        wake_on_stream_records(self._wake)
         wait = interval
         while not self._stop.is_set():
+            self._wake.clear()  # before the fetch: a record appended meanwhile wakes the next wait
             try:
-                wait = interval if self.pump() else min(idle_max, wait * 1.5)
+                delivered = self.pump()
+                pending = any(self._pending.values())
+                if delivered:
+                    wait = interval
+                elif pending:
+                    wait = min(idle_max, wait * 1.5)
+                else:
+                    wait = min(asleep_max, max(wait, interval) * 2)
             except Exception:  # noqa: BLE001 - keep polling; the handler's failure is retried
                 wait = idle_max
-            self._stop.wait(wait)
+            self._wake.wait(wait)
 
     def start(self, interval: float = 0.02) -> threading.Thread:
         thread = threading.Thread(target=self.run, args=(interval,), name="stream-poller", daemon=True)
@@ -131,6 +146,7 @@ class StreamPoller:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
 
 
 def stream_arn(dynamodb: Any, table: str) -> Optional[str]:

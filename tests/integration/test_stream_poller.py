@@ -101,3 +101,38 @@ def test_binary_attributes_arrive_base64_as_in_a_lambda_event(table):
     assert poller.pump() == 1
     value = seen[0]["dynamodb"]["NewImage"]["events"]["B"]
     assert isinstance(value, str) and unpack(base64.b64decode(value)) == '[{"type": "x"}]'
+
+
+def test_an_idle_poller_sleeps_and_a_new_record_wakes_it(table):
+    """While nothing is written the poller backs off (to `asleep_max`) instead of asking moto every
+    50 ms; moto appending a stream record wakes it at once (local/motofix.py)."""
+    import threading
+    import time
+
+    from local import motofix
+    from local.inprocess import wait_for
+
+    motofix.install()
+    client, streams_client = table
+    seen, pumps = [], [0]
+    source = template.stream_sources()[0]
+    poller = streams.StreamPoller(streams_client, streams.stream_arn(client, TABLE),
+                                  lambda event, ctx: seen.extend(event["Records"]) or {"batchItemFailures": []}, source)
+    pump = poller.pump
+
+    def counted():
+        pumps[0] += 1
+        return pump()
+
+    poller.pump = counted
+    thread = threading.Thread(target=poller.run, kwargs={"asleep_max": 60.0}, daemon=True)
+    thread.start()
+    try:
+        time.sleep(3)
+        assert pumps[0] <= 15  # polling every 50 ms would be 60
+        put(client, "OUT#000000000001", events="[1]")  # the next wait would be many seconds long
+        wait_for(lambda: seen, timeout=10)
+    finally:
+        poller.stop()
+        thread.join(timeout=5)
+    assert not thread.is_alive()  # stop wakes it too
