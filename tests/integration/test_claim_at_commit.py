@@ -150,3 +150,19 @@ def test_a_message_to_a_queued_turn_is_part_of_its_start(client, stack):
     start, = wait_for(lambda: started(runtime, turn.id), timeout=10)
     assert [m["content"][0]["text"] for m in start["input"]] == ["wait 0.1", "say also this"]
     wait_for(lambda: turn_status(client, session.id, turn.id) == "completed", timeout=10)
+
+
+def test_a_cancel_that_reaches_the_runtime_before_turn_start_cancels_the_turn(client, runtime, stack, monkeypatch):
+    monkeypatch.setattr(runtimes, "start_now", lambda *args: None)
+    stack.poller.pump = lambda: 0
+    try:
+        session = session_with(client, "wait 20\nsay never")
+        turn = client.beta.agents.sessions.turns.list(session.id).data[0]
+        client.beta.agents.sessions.events.create(session.id, events=[{"type": "agent.session.input.cancel"}])
+        wait_for(lambda: [m for m in runtime.inbox if m.get("type") == "turn.cancel"], timeout=10)
+        assert not started(runtime, turn.id)
+    finally:
+        del stack.poller.pump
+    wait_for(lambda: turn_status(client, session.id, turn.id) == "cancelled", timeout=10)  # not after 20 s
+    assert client.beta.agents.sessions.retrieve(session.id).status == "idle"
+    assert not [i for i in client.beta.agents.sessions.items.list(session.id) if i.role == "assistant"]
