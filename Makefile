@@ -20,7 +20,7 @@ node_modules/.installed: package.json
 
 ## test: lint (ruff, cfn-lint, sam validate when installed, asl-validator) then every test
 test: lint browser
-	$(PY) -m pytest -n 2 --dist loadfile --cov=agents_contract --cov-report=term --cov-fail-under=95
+	$(PY) -m pytest -n 2 --dist loadfile --durations=15 --cov=agents_contract --cov-report=term --cov-fail-under=95
 
 ## browser: Debian's chromium for the dashboard test, installed where this machine allows it
 browser:
