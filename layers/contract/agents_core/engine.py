@@ -244,12 +244,14 @@ class Draft:
         if key not in self._refs:
             row = self.store.get(ref_key(self.tenant, self.session_id, turn_id, runtime_id))
             self._refs[key] = {"id": row["id"], "position": int(row["position"]),
-                               "output_index": int(row["output_index"]), "state": row["state"]} if row else None
+                               "output_index": int(row["output_index"]), "state": row["state"],
+                               "parts": [int(p) for p in row.get("parts") or []]} if row else None
         return self._refs[key]
 
     def new_item_ref(self, turn: TurnState, runtime_id: str) -> dict[str, Any]:
         position = self.next_position()
-        ref = {"id": item_public_id(position), "position": position, "output_index": turn.outputs, "state": "open"}
+        ref = {"id": item_public_id(position), "position": position, "output_index": turn.outputs, "state": "open",
+               "parts": []}  # content indexes whose content_part.added was sent
         turn.set(outputs=turn.outputs + 1)
         key = (turn.id, runtime_id)
         self._refs[key] = ref
@@ -268,6 +270,18 @@ class Draft:
         """Writes this commit will make so far (composed ones included, Session and outbox too)."""
         return (len(self.tx.entries) + len(self._items) + len(self._changed_refs) + len(self._call_writes)
                 + len(self.turns) + 2)
+
+    def start_part(self, turn_id: str, runtime_id: str, index: int) -> bool:
+        """Records that the Item's content part `index` was announced; False when it already was."""
+        key = (turn_id, runtime_id)
+        ref = self._refs[key]
+        assert ref is not None
+        if index in ref["parts"]:
+            return False
+        ref["parts"] = sorted([*ref["parts"], index])
+        self._changed_refs.add(key)
+        self.dirty = True
+        return True
 
     def set_ref_state(self, turn_id: str, runtime_id: str, state: str) -> None:
         key = (turn_id, runtime_id)

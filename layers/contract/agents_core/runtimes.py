@@ -627,6 +627,7 @@ def _item_done(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any],
     draft.set_ref_state(turn.id, runtime_id, "done")
     if item["type"] == "message" and item.get("phase") == "final_answer" and item["status"] == "completed":
         turn.set(has_final_answer=True)
+    _close_parts(draft, turn, runtime_id, ref, item)
     draft.emit(resources.item_event("agent.session.turn.item.done", new_id("evt"), draft.session_id, item,
                                     ref["output_index"]))
 
@@ -642,9 +643,35 @@ def _text_delta(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any]
     ref = draft.item_ref(turn.id, runtime_id)  # type: ignore[arg-type]
     if ref is None:
         raise Rejected(f"Invalid 'item_id': no Item '{runtime_id}' was added in this Turn.", param="item_id")
-    draft.emit({"type": "agent.session.turn.output_text.delta", "event_id": new_id("evt"),
-                "session_id": draft.session_id, "turn_id": turn.id, "item_id": ref["id"],
-                "output_index": ref["output_index"], "content_index": index, "delta": delta})
+    if ref["state"] == "done":
+        raise Rejected(f"Invalid 'item_id': the Item '{runtime_id}' is already done.", param="item_id")
+    if draft.start_part(turn.id, runtime_id, index):  # type: ignore[arg-type]
+        _part_event(draft, turn, ref, "agent.session.turn.content_part.added", index, part={"type": "output_text", "text": ""})
+    _part_event(draft, turn, ref, "agent.session.turn.output_text.delta", index, delta=delta)
+
+
+def _part_event(draft: engine.Draft, turn: engine.TurnState, ref: dict[str, Any], kind: str, index: int,
+                **fields: Any) -> None:
+    draft.emit({"type": kind, "event_id": new_id("evt"), "session_id": draft.session_id, "turn_id": turn.id,
+                "item_id": ref["id"], "output_index": ref["output_index"], "content_index": index, **fields})
+
+
+def _close_parts(draft: engine.Draft, turn: engine.TurnState, runtime_id: str, ref: dict[str, Any],
+                 item: dict[str, Any]) -> None:
+    """The official message sequence: each output text part of a finished message is announced
+    (content_part.added, unless its first delta did) and closed (output_text.done with the whole
+    text, content_part.done with the final part) before the message's item.done."""
+    if item.get("type") != "message" or not isinstance(item.get("content"), list):
+        return
+    for index, part in enumerate(item["content"]):
+        if not isinstance(part, dict) or part.get("type") != "output_text" or not isinstance(part.get("text"), str):
+            continue
+        if draft.start_part(turn.id, runtime_id, index):
+            _part_event(draft, turn, ref, "agent.session.turn.content_part.added", index,
+                        part={"type": "output_text", "text": ""})
+        _part_event(draft, turn, ref, "agent.session.turn.output_text.done", index, text=part["text"])
+        _part_event(draft, turn, ref, "agent.session.turn.content_part.done", index,
+                    part={"type": "output_text", "text": part["text"]})
 
 
 def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
