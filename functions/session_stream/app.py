@@ -121,7 +121,10 @@ async def create_session(request: Request) -> Response:
         tenant = caller(request)
         body = parse_request_body(await request.body())
         if not isinstance(body, dict):
-            raise InvalidRequest("Invalid type for 'body': expected an object, but got an array instead.", param=None)
+            from agents_contract.validation import json_type_name  # the create path imports it anyway
+
+            raise InvalidRequest(f"Invalid type for 'body': expected an object, but got {json_type_name(body)} "
+                                 "instead.", param=None)
         session = await run_in_threadpool(_create, tenant, body)
     except AgentsError as err:
         return error(err)

@@ -146,6 +146,19 @@ def test_bad_bodies_are_400_and_write_nothing(gateway, keys, aws, raw, message):
     assert scan(aws) == before
 
 
+@pytest.mark.parametrize("path", ["/v1/agents", "/v1/agents/sessions"])
+@pytest.mark.parametrize("raw,kind", [(b'"x"', "a string"), (b"null", "null"), (b"3", "an integer"),
+                                      (b"[1]", "an array")])
+def test_a_body_that_is_not_an_object_names_its_own_type(gateway, keys, aws, path, raw, kind):
+    before = scan(aws)
+    response = gateway.handle("POST", path, "", {"authorization": f"Bearer {keys['a']}",
+                                                "openai-beta": "agents=v1"}, raw)
+    assert response.status == 400, response.body
+    assert json.loads(response.body)["error"]["message"] == (
+        f"Invalid type for 'body': expected an object, but got {kind} instead.")
+    assert scan(aws) == before
+
+
 @pytest.mark.parametrize("query,param", [("limit=0", "limit"), ("limit=101", "limit"), ("limit=x", "limit"),
                                          ("order=up", "order")])
 def test_list_parameters_are_checked(gateway, keys, query, param):

@@ -151,6 +151,29 @@ def test_an_oversized_tool_result_is_a_400_naming_its_output(client, runtime, st
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
 
 
+def test_an_image_that_can_never_be_an_image_is_a_400_and_the_call_stays_pending(client, runtime, stack):
+    """Invalid content cannot consume a pending call: an image must be an http(s) URL or a base64 data URL."""
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    submit = client.beta.agents.sessions.events.create
+    for url, reason in [("data:image/png;base64,@@@", "the data URL's base64 data is not valid"),
+                        ("data:text/plain;base64,aGk=", "expected a base64 data URL of an image "
+                                                         "(data:image/<type>;base64,...)"),
+                        ("file:///etc/passwd", "expected an absolute http or https URL, or a base64 data URL")]:
+        output = [{"type": "input_text", "text": "see"}, {"type": "input_image", "image_url": url}]
+        body = rejected(lambda output=output: submit(session.id, events=[result(action, output=output)]), stack, 400,
+                        f"Invalid 'events[0].output[1].image_url': {reason}.")
+        assert body["param"] == "events[0].output[1].image_url"
+    body = rejected(lambda: submit(session.id, events=[{
+        "type": "agent.session.input.message", "input": [{"role": "user", "content": [
+            {"type": "input_image", "image_url": "data:image/png;base64,@@@"}]}]}]), stack, 400,
+        "Invalid 'events[0].input[0].content[0].image_url': the data URL's base64 data is not valid.")
+    assert client.beta.agents.sessions.retrieve(session.id).required_actions[0].call_id == action.call_id
+    submit(session.id, events=[result(action, output=[{"type": "input_image",
+                                                       "image_url": "data:image/png;base64,iVBORw0KGgo="}])])
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
+
+
 # ---- 11. deleting a Session: running execution must be cancelled first ----------------------------
 
 def test_deleting_a_session_with_running_execution_is_a_409_until_it_is_cancelled(client, runtime, stack):

@@ -126,6 +126,13 @@ def test_session_create_protocol_error(case, agent, message, param):
      "environment.workspace_directory"),
     ({"environment": {"type": "none"}, "input": [{"role": "user", "content": [{"type": "input_file"}]}]},
      "Invalid value: 'input_file'. Supported values are: 'input_text' and 'input_image'.", "input[0].content[0].type"),
+    ({"environment": {"type": "none"}, "input": [{"role": "user", "content": [
+        {"type": "input_image", "image_url": "data:image/jpeg;base64,not base64!"}]}]},
+     "Invalid 'input[0].content[0].image_url': the data URL's base64 data is not valid.", "input[0].content[0].image_url"),
+    ({"environment": {"type": "none"}, "input": [{"role": "user", "content": [
+        {"type": "input_image", "image_url": "cat.png"}]}]},
+     "Invalid 'input[0].content[0].image_url': expected an absolute http or https URL, or a base64 data URL.",
+     "input[0].content[0].image_url"),
     ({"environment": {"type": "none"}, "input": "x"}, "Missing required parameter: 'agent.model'.", "agent.model"),
     ({"environment": {"type": "none"}, "input": "x", "x_agents_core": {"harness": "gpt"}},
      "Invalid value: 'gpt'. Supported values are: 'codex', 'claude_code', 'minimax_code', and 'scripted'.",

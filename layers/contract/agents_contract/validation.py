@@ -146,6 +146,8 @@ def translate(error: dict[str, Any], prefix: str = "") -> InvalidRequest:
         return InvalidRequest(
             f"Invalid type for '{path}': expected {expected}, but got {json_type_name(value)} instead.", param=path
         )
+    if kind == "value_error" and ctx.get("error") is not None:  # a field validator's own sentence
+        return InvalidRequest(f"Invalid '{path}': {ctx['error']}.", param=path)
     # Any other pydantic complaint: still the official envelope, never a 500.
     return InvalidRequest(f"Invalid value for '{path}': {error['msg']}.", param=path)
 

@@ -7,9 +7,11 @@ official protocol messages (see `validation.py`). Field presence is kept by pyda
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Optional, Union
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 ServiceTier = Literal["auto", "default", "flex", "priority", "fast", "ultrafast"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
@@ -228,9 +230,38 @@ class InputText(Wire):
     text: str
 
 
+_BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
+
+
+def image_url_error(url: str) -> Optional[str]:
+    """Why an `image_url` can never be an image: it must be an absolute http(s) URL, or a data URL
+    of an image media type with base64 data (a Harness or provider would only fail the Turn later)."""
+    if url.startswith("data:"):
+        header, comma, data = url[5:].partition(",")
+        media, _, encoding = header.partition(";")
+        if not comma or encoding.lower() != "base64" or not media.lower().startswith("image/"):
+            return "expected a base64 data URL of an image (data:image/<type>;base64,...)"
+        data = re.sub(r"[\s]", "", data)
+        if not data or len(data.rstrip("=")) % 4 == 1 or not _BASE64.fullmatch(data):
+            return "the data URL's base64 data is not valid"
+        return None
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+        return "expected an absolute http or https URL, or a base64 data URL"
+    return None
+
+
 class InputImage(Wire):
     type: Literal["input_image"]
     image_url: str
+
+    @field_validator("image_url")
+    @classmethod
+    def _an_image(cls, value: str) -> str:
+        problem = image_url_error(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
 
 InputContent = Annotated[Union[InputText, InputImage], Field(discriminator="type")]
