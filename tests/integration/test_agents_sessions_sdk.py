@@ -167,6 +167,16 @@ def test_list_parameters_are_checked(gateway, keys, query, param):
     assert response.status == 400 and json.loads(response.body)["error"]["param"] == param
 
 
+def test_stream_options_without_stream_is_a_400_and_writes_nothing(client, aws):
+    before = scan(aws)
+    with pytest.raises(openai.BadRequestError) as err:
+        client.beta.agents.sessions.create(environment={"type": "none"}, input="say hi", agent={"model": "gpt-5"},
+                                           extra_body={"stream_options": {"include_obfuscation": False},
+                                                       "x_agents_core": {"harness": "scripted"}})
+    assert err.value.body["param"] == "stream_options"
+    assert scan(aws) == before
+
+
 def test_oversized_configuration_is_a_clear_400(client, aws):
     before = scan(aws)
     big = [{**FN, "name": f"f{i}", "description": "x" * 4000} for i in range(120)]

@@ -296,6 +296,8 @@ def check_nonempty_input(value: Any, param: str) -> None:
 def parse_session_create(body: Any) -> wire.SessionCreate:
     request = validation.parse(wire.SessionCreate, body)
     check_nonempty_input(request.input, "input")
+    if request.stream_options is not None and request.stream is not True:
+        raise InvalidRequest("Invalid 'stream_options': only allowed when 'stream' is true.", param="stream_options")
     if request.agent is not None:
         _check_config(request.agent, request.agent.tools, "agent.")
     check_metadata(request.metadata)
