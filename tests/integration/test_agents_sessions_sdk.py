@@ -167,6 +167,24 @@ def test_list_parameters_are_checked(gateway, keys, query, param):
     assert response.status == 400 and json.loads(response.body)["error"]["param"] == param
 
 
+@pytest.mark.parametrize("method,path", [
+    ("GET", "/v1/agents/sessions/%F0%9F%98%80"), ("GET", "/v1/agents/agent_%00"),
+    ("GET", "/v1/agents/sessions/sess_x/turns/%00/items"), ("DELETE", "/v1/agents/%F0%9F%98%80"),
+    ("POST", "/v1/agents/sessions/%00/events")])
+def test_an_id_of_odd_characters_on_a_known_route_is_the_official_404(gateway, keys, method, path):
+    response = gateway.handle(method, path, "", {"authorization": f"Bearer {keys['a']}",
+                                                 "openai-beta": "agents=v1"}, b'{"events": []}' if method == "POST" else b"")
+    assert response.status == 404, response.body
+    assert json.loads(response.body)["error"] == {"message": "Resource not found.", "type": "not_found_error",
+                                                  "param": None, "code": "not_found_error"}
+
+
+def test_a_method_a_known_path_lacks_is_still_405(gateway, keys):
+    response = gateway.handle("PUT", "/v1/agents", "", {"authorization": f"Bearer {keys['a']}",
+                                                        "openai-beta": "agents=v1"}, b"{}")
+    assert response.status == 405 and json.loads(response.body)["error"]["code"] == "method_not_allowed"
+
+
 def test_stream_options_without_stream_is_a_400_and_writes_nothing(client, aws):
     before = scan(aws)
     with pytest.raises(openai.BadRequestError) as err:

@@ -9,13 +9,14 @@
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any, Optional
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.metrics import MetricUnit
 
 from agents_contract import jsonutil, surface
-from agents_contract.errors import AgentsError, InvalidRequest, MethodNotAllowed, ServerError
+from agents_contract.errors import AgentsError, InvalidRequest, MethodNotAllowed, NotFound, ServerError
 
 from .observability import logger, metrics
 from .request import admission_error, event_tenant, parse_body
@@ -58,10 +59,24 @@ def new_app() -> APIGatewayRestResolver:
         # Only a known path reaches a function without a route for its method (the API's `ANY` methods):
         # an unknown path is the gateway's own 404 (MISSING_AUTHENTICATION_TOKEN).
         event = app.current_event
+        if _any_id_matches(app, event.http_method, event.path):
+            return error_response(NotFound())  # an id the resolver's pattern refuses (NUL, emoji) names nothing
         return error_response(MethodNotAllowed(f"Invalid method for URL ({event.http_method} {event.path}).",
                                                param=None))
 
     return app
+
+
+def _any_id_matches(app: APIGatewayRestResolver, method: str, path: str) -> bool:
+    """Whether a route of this method matches the path when each `<id>` may be any segment: API
+    Gateway routes `{id}` for every segment, while the resolver's own pattern refuses some characters."""
+    for route in app._static_routes + app._dynamic_routes:  # noqa: SLF001 - Powertools keeps no public list
+        if route.method != method.upper():
+            continue
+        pattern = "^" + re.sub(r"<[^>]+>", "[^/]+", re.escape(route.path)) + "$"  # escape keeps < >
+        if re.match(pattern, path):
+            return True
+    return False
 
 
 def tenant(app: APIGatewayRestResolver) -> str:
