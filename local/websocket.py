@@ -79,7 +79,7 @@ def _select(body: str) -> Optional[str]:
     """$request.body.action"""
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # unparsable here: API Gateway routes it to $default
         return None
     action = message.get("action") if isinstance(message, dict) else None
     return action if isinstance(action, str) else None

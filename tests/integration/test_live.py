@@ -148,3 +148,14 @@ def test_stream_ticket_is_single_use_and_subscribes(stack, keys):
     with pytest.raises(openai.NotFoundError):
         other.post(f"/agents/sessions/{session.id}/stream_tickets", cast_to=object,
                    options={"headers": {"OpenAI-Beta": "agents=v1"}})
+
+
+@pytest.mark.parametrize("frame", ["[" * 10_000 + "]" * 10_000, '{"action": ' + "[" * 5_000 + "]" * 5_000 + "}"])
+def test_a_deeply_nested_frame_gets_an_error_frame_and_the_connection_stays(stack, keys, frame):
+    sub = Subscriber(stack, keys["a"])
+    stack.ws.message(sub.connection_id, frame)
+    reply = wait_for(lambda: [m for m in sub.messages if m.get("type") == "error"], timeout=5)[0]
+    assert reply["error"]["type"] == "invalid_request_error"
+    assert sub.connection_id in stack.ws.connections
+    session = idle_session(sdk(stack.http, keys["a"]))
+    assert sub.subscribe(session.id) == {"type": "subscribed", "session_id": session.id}  # still usable
