@@ -231,7 +231,8 @@ def test_declared_mcp_servers_required_fails_the_start_optional_is_dropped(clien
     stdio = {"type": "mcp", "server_label": "tickets", "required": True, "transport": {
         "type": "stdio", "command": sys.executable, "args": [str(pathlib.Path(__file__).with_name("mcp_stdio_server.py"))],
         "cwd": str(tmp_path), "env_vars": []}}
-    down = {"type": "mcp", "server_label": "down", "transport": {"type": "http", "server_url": "http://127.0.0.1:9/mcp"}}
+    down = {"type": "mcp", "server_label": "down", "connection_origin": "environment",  # omitted is service
+            "transport": {"type": "http", "server_url": "http://127.0.0.1:9/mcp"}}
     workspace = {"type": "self_hosted", "workspace_directory": str(tmp_path)}
     # the stdio server starts in the workspace; the optional server that cannot connect is dropped
     session = create(client, "say MCP ready.", environment=workspace, tools=[FN, stdio, {**down, "required": False}])

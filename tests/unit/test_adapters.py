@@ -38,9 +38,9 @@ def test_codex_http_server_url_bearer_reference_headers_and_required():
 
 
 def test_codex_native_toml_round_trips_through_a_real_toml_writer():
-    s = start([fn(), http_mcp(transport={"headers": {"X-A": "1"}}), stdio_mcp(), {"type": "web_search",
-              "location": {"city": "Paris"}}, {"type": "programmatic_tool_calling", "enabled": False}],
-              env=SELF_HOSTED)
+    s = start([fn(), http_mcp(transport={"headers": {"X-A": "1"}}, connection_origin="environment"), stdio_mcp(),
+               {"type": "web_search", "location": {"city": "Paris"}},
+               {"type": "programmatic_tool_calling", "enabled": False}], env=SELF_HOSTED)
     native = codex.config(s)
     assert tomllib.loads(codex.render_toml(native)) == native
 

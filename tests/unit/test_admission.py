@@ -57,12 +57,18 @@ MATRIX = [
     ("service MCP on none", "claude_code", session_body([http_mcp()], harness="claude_code"), True),
     ("service MCP on none", "minimax_code", session_body([http_mcp()], harness="minimax_code"), False),
     # HTTP MCP, origin environment: workspace placements
-    *[("environment MCP on workspace", h, session_body([http_mcp()], harness=h, env=SELF_HOSTED), True)
+    *[("environment MCP on workspace", h,
+       session_body([http_mcp(connection_origin="environment")], harness=h, env=SELF_HOSTED), True)
+      for h in HARNESSES],
+    # an omitted origin is `service` on every placement: never the workspace's network by itself
+    *[("omitted origin on workspace", h, session_body([http_mcp()], harness=h, env=SELF_HOSTED), False)
       for h in HARNESSES],
     ("minimax environment MCP allowed_tools null only", "minimax_code",
-     session_body([http_mcp(allowed_tools=["a"])], harness="minimax_code", env=SELF_HOSTED), False),
+     session_body([http_mcp(allowed_tools=["a"], connection_origin="environment")], harness="minimax_code",
+                  env=SELF_HOSTED), False),
     ("minimax environment MCP required false only", "minimax_code",
-     session_body([http_mcp(required=True)], harness="minimax_code", env=SELF_HOSTED), False),
+     session_body([http_mcp(required=True, connection_origin="environment")], harness="minimax_code",
+                  env=SELF_HOSTED), False),
     # stdio MCP
     ("codex stdio with an absolute cwd", "codex", session_body([stdio_mcp(cwd="/opt/tools")], env=SELF_HOSTED), True),
     ("claude stdio in the workspace directory", "claude_code",
@@ -80,9 +86,11 @@ MATRIX = [
     ("claude rejects functions label", "claude_code",
      session_body([http_mcp(label="functions")], harness="claude_code"), False),
     ("minimax functions label without functions", "minimax_code",
-     session_body([http_mcp(label="functions")], harness="minimax_code", env=SELF_HOSTED), True),
+     session_body([http_mcp(label="functions", connection_origin="environment")], harness="minimax_code",
+                  env=SELF_HOSTED), True),
     ("minimax functions label with functions", "minimax_code",
-     session_body([fn(), http_mcp(label="functions")], harness="minimax_code", env=SELF_HOSTED), False),
+     session_body([fn(), http_mcp(label="functions", connection_origin="environment")], harness="minimax_code",
+                  env=SELF_HOSTED), False),
 ]
 
 
@@ -176,9 +184,13 @@ MESSAGES = [
     ("The harness does not support this MCP connection origin.", "agent.tools[0].connection_origin",
      session_body([http_mcp()], harness="minimax_code")),
     ("The harness requires allowed_tools null.", "agent.tools[0].allowed_tools",
-     session_body([http_mcp(allowed_tools=[])], harness="minimax_code", env=SELF_HOSTED)),
+     session_body([http_mcp(allowed_tools=[], connection_origin="environment")], harness="minimax_code",
+                  env=SELF_HOSTED)),
     ("The harness does not support required MCP servers.", "agent.tools[0].required",
-     session_body([http_mcp(required=True)], harness="minimax_code", env=SELF_HOSTED)),
+     session_body([http_mcp(required=True, connection_origin="environment")], harness="minimax_code",
+                  env=SELF_HOSTED)),
+    ("Service-origin MCP requires environment none.", "agent.tools[0].connection_origin",
+     session_body([http_mcp()], env=SELF_HOSTED)),  # omitted means service
     ("Vault credentials are not supported yet; remove credential_id.", "agent.tools[0].credential_id",
      session_body([http_mcp(credential_id="cred_1")])),
     *[("MCP server_url must be an absolute HTTP or HTTPS URL without credentials or fragment.",
@@ -253,7 +265,8 @@ def test_claude_accepts_binary64_exact_numbers():
 
 
 def test_minimax_environment_mcp_with_null_allowed_tools_is_admitted():
-    snapshot = resolve(session_body([http_mcp(allowed_tools=None)], harness="minimax_code", env=SELF_HOSTED))
+    snapshot = resolve(session_body([http_mcp(allowed_tools=None, connection_origin="environment")],
+                                    harness="minimax_code", env=SELF_HOSTED))
     assert snapshot.tools[0]["connection_origin"] == "environment"
     assert snapshot.tools[0]["allowed_tools"] is None
 

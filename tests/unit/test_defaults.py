@@ -6,7 +6,7 @@ import pytest
 
 from agents_contract import jsonutil, parser, resources
 from agents_contract.admission import SavedAgent
-from agents_contract.errors import InvalidRequest
+from agents_contract.errors import AgentsError, InvalidRequest
 from tests.unit.helpers import SELF_HOSTED, fn, http_mcp, resolve, session_body, stdio_mcp
 
 
@@ -49,9 +49,17 @@ def test_allowed_tools_null_and_empty_stay_distinct():
     assert [t["allowed_tools"] for t in tools] == [None, None, []]
 
 
-def test_connection_origin_defaults_by_transport_and_placement():
+def test_connection_origin_defaults_by_transport_not_placement():
+    """Omitted or null means `service` for HTTP on every placement (the SDK's rule; a workspace Session
+    then needs an explicit `environment`), and `environment` for stdio."""
     assert resolve(session_body([http_mcp()])).tools[0]["connection_origin"] == "service"
-    assert resolve(session_body([http_mcp()], env=SELF_HOSTED)).tools[0]["connection_origin"] == "environment"
+    assert resolve(session_body([http_mcp(connection_origin=None)])).tools[0]["connection_origin"] == "service"
+    assert agent_tools([http_mcp()])[0]["connection_origin"] == "service"
+    with pytest.raises(AgentsError) as err:
+        resolve(session_body([http_mcp()], env=SELF_HOSTED))
+    assert err.value.message == "Service-origin MCP requires environment none."
+    assert resolve(session_body([http_mcp(connection_origin="environment")], env=SELF_HOSTED)).tools[0][
+        "connection_origin"] == "environment"
     assert resolve(session_body([stdio_mcp()], env=SELF_HOSTED)).tools[0]["connection_origin"] == "environment"
 
 
@@ -123,5 +131,5 @@ def test_functions_copied_from_the_body_equal_the_field_by_field_resolution():
     from agents_contract import wire
     raw = [fn("a"), fn("b", defer_loading=True), {**fn("c"), "async": True}, {"type": "web_search"}]
     tools = parser.tools_from_config(raw)
-    assert parser.resolve_tools(tools, "none", raw) == [parser.resolve_tool(t, "none") for t in tools]
+    assert parser.resolve_tools(tools, raw) == [parser.resolve_tool(t) for t in tools]
     assert all(isinstance(t, wire.FunctionTool) for t in tools[:3])

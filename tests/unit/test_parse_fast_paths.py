@@ -98,7 +98,7 @@ def test_resolved_functions_are_copies_with_the_default_added() -> None:
     assert list(c)[-1] == "defer_loading" and c["async"] is True
     body = session_body([sent[1], {"type": "tool_search"}], harness="claude_code")
     request = parser.parse_session_create(body)
-    resolved = parser.resolve_tools(request.agent.tools, "none", body["agent"]["tools"])
+    resolved = parser.resolve_tools(request.agent.tools, body["agent"]["tools"])
     assert resolved[0] == sent[1] and resolved[0] is not body["agent"]["tools"][0]
     assert list(resolved[0]) == list(sent[1])
     assert resolved[1] == {"type": "tool_search"}
@@ -150,6 +150,7 @@ def test_admission_first_rejection(tools: list[dict[str, Any]], harness: str,
 
 
 def test_admission_accepts_a_mix_in_a_workspace() -> None:
-    snapshot = resolve(session_body([fn("a"), stdio_mcp(), http_mcp(), {"type": "web_search"}], env=SELF_HOSTED))
+    snapshot = resolve(session_body([fn("a"), stdio_mcp(), http_mcp(connection_origin="environment"),
+                                     {"type": "web_search"}], env=SELF_HOSTED))
     assert [t["type"] for t in snapshot.tools] == ["function", "mcp", "mcp", "web_search"]
     assert admission._server_url_ok("https://mcp.example.com/mcp") is True

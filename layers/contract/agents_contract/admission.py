@@ -84,13 +84,12 @@ def resolve_session(
     else:
         tools = parser.tools_from_config(config.get("tools"))
     environment = parser.resolve_environment(request.environment)
-    placement = "none" if environment["type"] == "none" else "workspace"
     decl = declaration(harness, impersonate)
-    resolved = parser.resolve_agent_config({**config, "tools": None}, placement)
+    resolved = parser.resolve_agent_config({**config, "tools": None})
     raw_tools = (raw_agent or {}).get("tools") if inline is not None and inline.tools is not None else None
     if raw_tools is None:
         raw_tools = config.get("tools") if (inline is None or inline.tools is None) else None
-    resolved["tools"] = parser.resolve_tools(tools, placement, raw_tools)
+    resolved["tools"] = parser.resolve_tools(tools, raw_tools)
     admit(decl, tools, resolved, environment)
     return parser.Snapshot(
         agent_id=agent_id,

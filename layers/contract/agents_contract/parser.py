@@ -362,7 +362,7 @@ def tools_from_config(raw: Optional[list[dict[str, Any]]]) -> list[wire.AnyTool]
 # ---- resolved shapes --------------------------------------------------------------------------
 
 
-def resolve_tool(tool: wire.AnyTool, placement: Optional[str] = None) -> dict[str, Any]:
+def resolve_tool(tool: wire.AnyTool) -> dict[str, Any]:
     """One tool with every default the spec names applied (the persisted resource shape)."""
     if isinstance(tool, wire.FunctionTool):
         out: dict[str, Any] = {
@@ -398,7 +398,9 @@ def resolve_tool(tool: wire.AnyTool, placement: Optional[str] = None) -> dict[st
             "server_url": transport.server_url,
             "headers": dict(transport.headers or {}),
         }
-        default_origin = "environment" if placement == "workspace" else "service"
+        # Omitted or null means `service` on every placement (the SDK's rule): it never selects the
+        # workspace's network by itself, so on a workspace it is rejected like an explicit `service`.
+        default_origin = "service"
     else:
         resolved_transport = {
             "type": "stdio",
@@ -420,19 +422,18 @@ def resolve_tool(tool: wire.AnyTool, placement: Optional[str] = None) -> dict[st
     }
 
 
-def resolve_tools(tools: Sequence[wire.AnyTool], placement: Optional[str],
-                  raw: Optional[list[Any]] = None) -> list[dict[str, Any]]:
+def resolve_tools(tools: Sequence[wire.AnyTool], raw: Optional[list[Any]] = None) -> list[dict[str, Any]]:
     """All tools resolved; a function validated from `raw` (the request as sent) is copied from it
     with only its one default added, which is what resolve_tool would build field by field."""
     if raw is None or len(raw) != len(tools):
-        return [resolve_tool(t, placement) for t in tools]
+        return [resolve_tool(t) for t in tools]
     function = wire.FunctionTool
     # A copy with the default appended when missing (what dict(sent).setdefault(...) gives, with
     # no method call per function).
     return [
         (sent.copy() if "defer_loading" in sent else sent | _FUNCTION_DEFAULTS)
         if type(tool) is function and isinstance(sent, dict)
-        else resolve_tool(tool, placement)
+        else resolve_tool(tool)
         for tool, sent in zip(tools, raw, strict=True)
     ]
 
@@ -450,7 +451,7 @@ def resolve_text(raw: Any) -> dict[str, Any]:
     return {"format": fmt, "verbosity": raw.get("verbosity") or "medium"}
 
 
-def resolve_agent_config(config: dict[str, Any], placement: Optional[str] = None) -> dict[str, Any]:
+def resolve_agent_config(config: dict[str, Any]) -> dict[str, Any]:
     """Saved or merged configuration -> the resolved Agent configuration (resource members)."""
     reasoning = config.get("reasoning") or {}
     multi_agent = config.get("multi_agent") or {}
@@ -462,7 +463,7 @@ def resolve_agent_config(config: dict[str, Any], placement: Optional[str] = None
         "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
         "service_tier": config.get("service_tier") or "auto",
         "text": resolve_text(config.get("text")),
-        "tools": [resolve_tool(t, placement) for t in tools_from_config(config.get("tools"))],
+        "tools": [resolve_tool(t) for t in tools_from_config(config.get("tools"))],
         "multi_agent": {
             "enabled": bool(multi_agent.get("enabled", False)),
             "max_concurrent_subagents": multi_agent.get("max_concurrent_subagents"),
