@@ -81,6 +81,17 @@ def test_agent_keeps_pinned_numbers_unchanged():
     assert '"maximum":0.10000000000000000001' in text and '"big":12345678901234567891' in text
 
 
+def test_agent_keeps_a_negative_zero():
+    """-0 and 0 are different binary64 values (the sign): a saved -0 reads back as -0."""
+    body = jsonutil.loads('{"model":"m","tools":[{"type":"function","name":"f","description":"d",'
+                          '"parameters":{"type":"object","properties":{"x":{"type":"number","maximum":-0,'
+                          '"minimum":-0.0,"default":0}}}}]}')
+    request = parser.parse_agent_create(body)
+    record = {"id": "a", "created_at": 1, "updated_at": 1, "config": parser.config_as_sent(request)}
+    text = jsonutil.dumps(resources.agent_resource(record))
+    assert '"maximum":-0,"minimum":-0.0,"default":0' in text
+
+
 def test_agent_resource_defaults():
     request = parser.parse_agent_create({"model": "gpt-5"})
     record = {"id": "a", "created_at": 1, "updated_at": 2, "config": parser.config_as_sent(request)}

@@ -25,9 +25,14 @@ def _parse_constant(name: str) -> Any:
     raise ValueError(f"invalid JSON number {name}")
 
 
+def _parse_int(text: str) -> Any:
+    # `-0` is a different binary64 value from `0` (its sign): a Decimal keeps it, an int cannot.
+    return Decimal(text) if text == "-0" else int(text)
+
+
 def loads(text: str | bytes) -> Any:
-    """Parse JSON keeping exact numbers (floats become Decimal)."""
-    return json.loads(text, parse_float=Decimal, parse_constant=_parse_constant)
+    """Parse JSON keeping exact numbers (floats become Decimal, and so does the integer -0)."""
+    return json.loads(text, parse_float=Decimal, parse_int=_parse_int, parse_constant=_parse_constant)
 
 
 UNPARSABLE = "We could not parse the JSON body of your request. The API expects a JSON payload."
