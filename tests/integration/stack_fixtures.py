@@ -10,10 +10,15 @@ from local.inprocess import InProcessStack
 from local.lambdas import MOTO_CONFIG
 from tests.integration.conftest import sdk
 
+# The Turn workflow's heartbeat bound in these tests: a Turn whose Runtime is silent this long fails.
+# Short, so loss is detected quickly; long enough that a Runtime starved by a busy 2-core CI machine
+# (coverage, the other xdist worker) is not mistaken for a lost one.
+HEARTBEAT_SECONDS = 3
+
 
 @pytest.fixture
 def stack(monkeypatch):
-    monkeypatch.setenv("HEARTBEAT_SECONDS", "2")
+    monkeypatch.setenv("HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
     with mock_aws(config=MOTO_CONFIG):
         s = InProcessStack("agents-core-inprocess").start()
         yield s

@@ -16,10 +16,8 @@ from agents_core.runtimes import create_runtime_token
 from local.inprocess import wait_for
 from runtime.protocol import ObservationTooLarge
 from tests.integration.raw_runtime import RawRuntime
-from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
+from tests.integration.stack_fixtures import HEARTBEAT_SECONDS, client, runtime, stack  # noqa: F401 - fixtures
 from tests.integration.test_turns import pending, result, session_with, turn_status
-
-HEARTBEAT_SECONDS = 2  # stack_fixtures sets HEARTBEAT_SECONDS=2: a starved Turn fails after this
 
 
 def scan(stack):
