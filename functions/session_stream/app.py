@@ -63,8 +63,15 @@ def caller(request: Request) -> str:
     return tenant
 
 
-async def stream(tenant: str, session_id: str, after: int, first: list[dict[str, Any]] | None = None) -> Any:
-    """The SSE body: committed events after `after`, in order, once each; pings; a clean end."""
+CLOSING = ("agent.session.idle", "agent.session.failed")
+
+
+async def stream(tenant: str, session_id: str, after: int, first: list[dict[str, Any]] | None = None,
+                 until: tuple[str, ...] = ()) -> Any:
+    """The SSE body: committed events after `after`, in order, once each; pings; a clean end.
+    `until` (a `stream: true` creation): the stream ends right after the first event of one of these
+    types (the first `agent.session.idle` or `agent.session.failed`; `agent.session.created` when the
+    creation started no Turn), as the official service closes it, so iterating the SDK's stream ends."""
     settings = get_settings()
     store = default_store()
     deadline = time.monotonic() + settings.stream_max_seconds
@@ -76,8 +83,10 @@ async def stream(tenant: str, session_id: str, after: int, first: list[dict[str,
             events, last = await run_in_threadpool(sse.committed_since, store, tenant, session_id, after)
             if last != after:
                 after = last
-                for text in sse.frames(events):
-                    yield text
+                for event in events:
+                    yield sse.frame(event)
+                    if event.get("type") in until:
+                        return
                 wait, quiet_since = poll_min, time.monotonic()
                 continue  # another page may follow
             if time.monotonic() - quiet_since >= settings.stream_ping_seconds:
@@ -133,8 +142,11 @@ async def create_session(request: Request) -> Response:
         return error(ServerError())
     if body.get("stream") is not True:
         return Response(jsonutil.dumps(session), media_type="application/json")
-    # The create's own commit (OUT#1: agent.session.created, then the first Turn's events) and every later one.
-    return StreamingResponse(stream(tenant, session["id"], 0), media_type="text/event-stream", headers=SSE_HEADERS)
+    # The create's own commit (OUT#1: agent.session.created, then the first Turn's events) and every later
+    # one until the Session settles; a creation that started no Turn ends right after `created`.
+    until = ("agent.session.created",) if session.get("status") == "idle" else CLOSING
+    return StreamingResponse(stream(tenant, session["id"], 0, until=until), media_type="text/event-stream",
+                             headers=SSE_HEADERS)
 
 
 async def healthz(request: Request) -> Response:

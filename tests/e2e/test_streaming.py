@@ -99,6 +99,41 @@ def test_create_stream_true_opens_with_the_created_session_then_the_first_turn(c
     assert events[-1].type == "agent.session.idle"
 
 
+def drained(stream, seconds=30):
+    """Every event of a stream, iterated to its end (not broken off), or an AssertionError when the
+    stream does not end by itself within `seconds`."""
+    events, done = [], threading.Event()
+
+    def read():
+        for event in stream:
+            events.append(event)
+        done.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert done.wait(seconds), f"the stream did not end: {[e.type for e in events]}"
+    return events
+
+
+@pytest.mark.parametrize("script,last", [("say Streamed", "agent.session.idle"), ("fail boom", "agent.session.failed")])
+def test_a_create_stream_ends_right_after_the_turn_settles(client, script, last):
+    stream = client.beta.agents.sessions.create(environment={"type": "none"}, agent={"model": "gpt-5"},
+                                                input=script, stream=True, extra_body=SCRIPTED)
+    events = drained(stream)
+    assert events[0].type == "agent.session.created" and events[-1].type == last
+    assert [e.type for e in events].count(last) == 1
+    assert events[0].session.status == "in_progress"  # the committed Session, as the JSON create returns it
+    if last == "agent.session.failed":
+        assert events[-1].session.error == "The execution could not complete."
+        assert client.beta.agents.sessions.retrieve(events[0].session.id).error == "The execution could not complete."
+
+
+def test_a_create_stream_that_starts_no_turn_ends_after_created(client):
+    stream = client.beta.agents.sessions.create(environment={"type": "self_hosted", "workspace_directory": "/work"},
+                                                agent={"model": "gpt-5"}, stream=True, extra_body=SCRIPTED)
+    events = drained(stream, seconds=10)
+    assert [e.type for e in events] == ["agent.session.created"] and events[0].session.status == "idle"
+
+
 def test_create_stream_true_with_tool_handlers_collects_the_first_turns_result(client):
     stream = client.beta.agents.sessions.create(
         environment={"type": "self_hosted", "workspace_directory": "/work"}, agent={"model": "gpt-5", "tools": [FN]},

@@ -86,3 +86,22 @@ def test_deltas_across_messages_announce_the_part_once_and_a_text_without_deltas
     assert "already done" in late[0]["error"]["message"]  # nothing streams after item.done
     for event in sub.events:
         EVENT.validate_python(event)
+
+
+def test_raw_events_carry_the_fields_the_official_shapes_always_have(stack):
+    stack.connect_runtime(create_runtime_token(stack.store, "r"), ["scripted"])
+    client, session, sub = watched(stack)
+    send(client, session.id, "fail on purpose")
+    wait_for(lambda: any(e["type"] == "agent.session.failed" for e in sub.events))
+    failed = client.beta.agents.sessions.retrieve(session.id)
+    assert failed.status == "failed" and failed.error == "The execution could not complete."
+    assert [e for e in sub.events if e["type"] == "agent.session.failed"][0]["session"]["error"] == failed.error
+    send(client, session.id, "say again")  # a new Turn: the Session is no longer failed
+    wait_for(lambda: any(e["type"] == "agent.session.turn.completed" for e in sub.events))
+    assert client.beta.agents.sessions.retrieve(session.id).error is None
+    user = [e["item"] for e in sub.events if e["type"] == "agent.session.turn.item.added"
+            and e["item"].get("role") == "user"]
+    assert user and all("phase" in item and item["phase"] is None for item in user)
+    ended = [e for e in sub.events if e["type"] in ("agent.session.turn.failed", "agent.session.turn.completed")]
+    assert [e["type"] for e in ended] == ["agent.session.turn.failed", "agent.session.turn.completed"]
+    assert all("usage" in e and e["usage"] is None for e in ended)

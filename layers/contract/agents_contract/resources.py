@@ -84,7 +84,7 @@ def session_agent(snapshot: Snapshot) -> dict[str, Any]:
 
 
 def session_resource(session: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
-    """session: id, created_at, last_active_at, metadata, status, required_actions, error, review,
+    """session: id, created_at, last_active_at, metadata, status, required_actions, review,
     prompt_cache_options (the stored Session item, decoded)."""
     return {
         "id": session["id"],
@@ -93,7 +93,8 @@ def session_resource(session: dict[str, Any], snapshot: Snapshot) -> dict[str, A
         "created_at": session["created_at"],
         "last_active_at": session["last_active_at"],
         "environment": environment_resource(snapshot.environment, "env_" + session["id"].removeprefix("sess_")),
-        "error": session.get("error"),
+        # A failed Session is one whose latest Turn failed: it says so (a new Turn clears it).
+        "error": FAILED_TURN_ERROR["message"] if session["status"] == "failed" else None,
         "metadata": session.get("metadata") or {},
         "required_actions": session.get("required_actions") or [],
         "status": session["status"],
@@ -131,6 +132,7 @@ def user_message_item(item_id: str, turn_id: str, content: list[dict[str, Any]])
         "type": "message",
         "role": "user",
         "status": "completed",
+        "phase": None,  # message Items always carry it; a user message has none
         "turn_id": turn_id,
         "content": content,
     }
@@ -175,7 +177,10 @@ def session_event(kind: str, event_id: str, session: dict[str, Any]) -> dict[str
 
 def turn_event(kind: str, event_id: str, turn: dict[str, Any]) -> dict[str, Any]:
     assert kind in TURN_EVENTS, kind
-    return {"type": kind, "event_id": event_id, "session_id": turn["session_id"], "turn_id": turn["id"], "turn": turn}
+    event = {"type": kind, "event_id": event_id, "session_id": turn["session_id"], "turn_id": turn["id"], "turn": turn}
+    if kind in ("agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled"):
+        event["usage"] = None  # the root agent's token usage: not reported by Runtimes yet
+    return event
 
 
 def item_event(kind: str, event_id: str, session_id: str, item: dict[str, Any],

@@ -202,7 +202,6 @@ class Draft:
             "metadata": jsonutil.loads(self.item.get("metadata") or "{}"),
             "status": self.status,
             "required_actions": self.required_actions,
-            "error": None,
             "review": self.item.get("review"),
             "prompt_cache_options": jsonutil.loads(self.item["prompt_cache_options"])
             if self.item.get("prompt_cache_options") else None,

@@ -44,7 +44,6 @@ def session_state(item: dict[str, Any]) -> dict[str, Any]:
         "metadata": jsonutil.loads(item.get("metadata") or "{}"),
         "status": item["status"],
         "required_actions": jsonutil.loads(item.get("required_actions") or "[]"),
-        "error": item.get("error"),
         "review": item.get("review"),
         "prompt_cache_options": jsonutil.loads(item["prompt_cache_options"]) if item.get("prompt_cache_options")
         else None,
@@ -100,6 +99,9 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
 
         engine.start_turn(draft, resources.input_messages(request.input))
         runtimes.claim_started_turn(draft)
+        # `agent.session.created` carries the Session as this commit leaves it (the 201 body's status,
+        # in_progress with initial input), though it comes first among the commit's events.
+        draft.events[0]["session"] = draft.session_resource()
     item.update(status=draft.status, active_turn=jsonutil.dumps(draft.active_turn), item_seq=draft.item_seq,
                 out_seq=1)
     tx = store.new_transaction()
