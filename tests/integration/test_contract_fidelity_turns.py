@@ -174,6 +174,22 @@ def test_an_image_that_can_never_be_an_image_is_a_400_and_the_call_stays_pending
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
 
 
+def test_an_empty_or_harness_blank_message_is_a_400_and_writes_nothing(client, runtime, stack):
+    session = client.beta.agents.sessions.create(
+        environment={"type": "self_hosted", "workspace_directory": "/w"}, agent={"model": "gpt-5"},
+        extra_body={"x_agents_core": {"harness": "claude_code"}})
+    submit = client.beta.agents.sessions.events.create
+    blank = ("This Session's harness does not accept a message whose text is only whitespace. Include "
+             "non-whitespace text or an image, or use a harness that supports whitespace-only text.")
+    body = rejected(lambda: submit(session.id, events=[message(" \n\u3000")]), stack, 400, blank)
+    assert body["code"] == "unsupported_or_invalid_configuration" and body["param"] is None
+    body = rejected(lambda: submit(session.id, events=[message("")]), stack, 400,
+                    "Invalid 'events[0].input[0].content': a message needs an image or a non-empty text part.")
+    assert body["code"] == "invalid_request_error"
+    submit(session.id, events=[message("say  fine ")])  # whitespace beside text: admitted as sent
+    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status == "idle")
+
+
 # ---- 11. deleting a Session: running execution must be cancelled first ----------------------------
 
 def test_deleting_a_session_with_running_execution_is_a_409_until_it_is_cancelled(client, runtime, stack):

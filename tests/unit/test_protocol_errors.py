@@ -160,3 +160,63 @@ def test_body_must_be_an_object():
     with pytest.raises(InvalidRequest) as err:
         parser.parse_agent_create([1])
     assert err.value.message == "Invalid type for 'body': expected an object, but got an array instead."
+
+
+def user(*parts):
+    return [{"role": "user", "content": list(parts)}]
+
+
+def with_input(value, harness="codex"):
+    return {**session_body(harness=harness), "input": value}
+
+
+TEXT = {"type": "input_text", "text": "hi"}
+EMPTY = {"type": "input_text", "text": ""}
+IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+
+
+@pytest.mark.parametrize("value,message,param", [
+    ("", "Invalid 'input': empty string. Expected a string with minimum length 1, but got an empty string instead.",
+     "input"),
+    (user(), "Invalid 'input[0].content': empty array. Expected an array with minimum length 1, but got an empty "
+             "array instead.", "input[0].content"),
+    (user(EMPTY), "Invalid 'input[0].content': a message needs an image or a non-empty text part.", "input[0].content"),
+    ([*user(TEXT), *user(EMPTY, EMPTY)], "Invalid 'input[1].content': a message needs an image or a non-empty text "
+                                         "part.", "input[1].content"),
+])
+def test_an_empty_message_is_rejected_at_creation_and_in_events(value, message, param):
+    with pytest.raises(InvalidRequest) as err:
+        resolve(with_input(value))
+    assert (err.value.message, err.value.param) == (message, param)
+    if isinstance(value, list):
+        with pytest.raises(InvalidRequest) as err:
+            parser.parse_event_batch({"events": [{"type": "agent.session.input.message", "input": value}]})
+        assert (err.value.message, err.value.param) == (message.replace("'input", "'events[0].input"),
+                                                        "events[0]." + param)
+
+
+@pytest.mark.parametrize("value", [user(EMPTY, TEXT), user(EMPTY, IMAGE), "x"])
+def test_an_empty_text_part_beside_other_content_is_kept_as_sent(value):
+    snapshot = resolve(with_input(value))
+    assert snapshot is not None
+
+
+@pytest.mark.parametrize("harness,accepted", [("codex", True), ("scripted", True), ("claude_code", False),
+                                              ("minimax_code", False)])
+@pytest.mark.parametrize("value", ["   ", "\n\t", "\u0085\ufeff\u2003", user({"type": "input_text", "text": " "})])
+def test_whitespace_only_text_is_admitted_only_where_the_harness_can_run_it(harness, accepted, value):
+    body = with_input(value, harness)
+    if accepted:
+        resolve(body)
+        return
+    from agents_contract.errors import UnsupportedConfiguration
+
+    with pytest.raises(UnsupportedConfiguration) as err:
+        resolve(body)
+    assert err.value.message.startswith("This Session's harness does not accept a message whose text is only "
+                                        "whitespace.") and err.value.param is None
+
+
+def test_whitespace_beside_text_or_an_image_is_admitted_everywhere():
+    for value in ["  hi  ", user({"type": "input_text", "text": " "}, IMAGE)]:
+        resolve(with_input(value, "claude_code"))

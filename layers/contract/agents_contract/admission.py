@@ -91,6 +91,7 @@ def resolve_session(
         raw_tools = config.get("tools") if (inline is None or inline.tools is None) else None
     resolved["tools"] = parser.resolve_tools(tools, raw_tools)
     admit(decl, tools, resolved, environment)
+    parser.check_input(decl, request.input)
     return parser.Snapshot(
         agent_id=agent_id,
         agent_name=saved.name if saved else None,

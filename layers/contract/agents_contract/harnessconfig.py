@@ -48,6 +48,7 @@ class HarnessDeclaration:
     reasoning_summaries: frozenset[str] = ALL_SUMMARIES
     service_tiers: frozenset[str] = ALL_TIERS
     verbosities: frozenset[str] = ALL_VERBOSITIES
+    whitespace_only_text: bool = True  # Claude Code and MiniMax Code cannot run a message that is only whitespace
 
 
 # Codex's own MCP server names: a declared server cannot take them.
@@ -61,6 +62,7 @@ CODEX = HarnessDeclaration(
 
 CLAUDE_CODE = HarnessDeclaration(
     name="claude_code",
+    whitespace_only_text=False,
     function_parameters_object_root=True,
     function_result_images_success_only=True,
     function_result_image_types=frozenset({"image/png", "image/jpeg"}),
@@ -78,6 +80,7 @@ CLAUDE_CODE = HarnessDeclaration(
 
 MINIMAX_CODE = HarnessDeclaration(
     name="minimax_code",
+    whitespace_only_text=False,
     function_result_images=False,
     structured_output=False,
     web_search_modes=frozenset({"disabled"}),

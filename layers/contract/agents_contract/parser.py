@@ -14,7 +14,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from . import jsonutil, limits, validation, wire
-from .errors import InvalidRequest
+from .errors import InvalidRequest, UnsupportedConfiguration
 
 # ---- protocol checks shared by Agent save and Session creation ---------------------------------
 
@@ -286,11 +286,55 @@ def parse_agent_update(body: Any) -> wire.AgentUpdate:
 
 
 def check_nonempty_input(value: Any, param: str) -> None:
-    """An empty input cannot start a Turn (nor steer one)."""
+    """An empty input cannot start a Turn (nor steer one): an empty string, an empty array of messages,
+    a message with no content, or a message whose text parts are all empty and that has no image.
+    An empty text part beside other content is kept as sent; text is never trimmed."""
+    if isinstance(value, str):
+        if not value:
+            raise InvalidRequest(f"Invalid '{param}': empty string. Expected a string with minimum length 1, but "
+                                 "got an empty string instead.", param=param)
+        return
     if isinstance(value, list) and not value:
         raise InvalidRequest(
             f"Invalid '{param}': empty array. Expected an array with minimum length 1, but got an empty array "
             "instead.", param=param)
+    for index, message in enumerate(value or []):
+        content = getattr(message, "content", None)
+        at = f"{param}[{index}].content"
+        if isinstance(content, list) and not content:
+            raise InvalidRequest(f"Invalid '{at}': empty array. Expected an array with minimum length 1, but got "
+                                 "an empty array instead.", param=at)
+        if isinstance(content, list) and not any(
+                isinstance(part, wire.InputImage) or (isinstance(part, wire.InputText) and part.text)
+                for part in content):
+            raise InvalidRequest(f"Invalid '{at}': a message needs an image or a non-empty text part.", param=at)
+
+
+# What a JavaScript Harness treats as blank: Go's unicode.IsSpace and ECMAScript's trim, together.
+_BLANK = frozenset("\t\n\v\f\r \u0085\u00a0\u1680\u2028\u2029\u202f\u205f\u3000\ufeff"
+                   + "".join(chr(c) for c in range(0x2000, 0x200B)))
+WHITESPACE_ONLY_TEXT = ("This Session's harness does not accept a message whose text is only whitespace. Include "
+                        "non-whitespace text or an image, or use a harness that supports whitespace-only text.")
+
+
+def check_input(decl: Any, value: Any) -> None:
+    """What the Harness (its HarnessDeclaration) can run of a message input: Session creation and
+    events.create alike, before anything is written."""
+    if value is not None and not decl.whitespace_only_text and whitespace_only(value):
+        raise UnsupportedConfiguration(WHITESPACE_ONLY_TEXT, param=None)
+
+
+def whitespace_only(value: Any) -> bool:
+    """Whether some message of an input has no image and no text but whitespace."""
+    if isinstance(value, str):
+        return all(ch in _BLANK for ch in value)
+    for message in value or []:
+        parts = getattr(message, "content", None) or []
+        if not any(isinstance(part, wire.InputImage)
+                   or (isinstance(part, wire.InputText) and any(ch not in _BLANK for ch in part.text))
+                   for part in parts):
+            return True
+    return False
 
 
 def parse_session_create(body: Any) -> wire.SessionCreate:

@@ -143,6 +143,7 @@ def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, An
                     event.call_id, decision.call.turn_id, decisions.CallState.SUBMITTED,
                     decision.call.child_turn_id, decision.digest)
         elif isinstance(event, wire.MessageEvent):
+            parser.check_input(decl, event.input)
             messages = [[part.model_dump() for part in m.content] for m in event.input]
             _message(draft, messages)
         elif isinstance(event, wire.CancelEvent):
