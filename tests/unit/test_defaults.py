@@ -99,6 +99,11 @@ def test_agent_resource_defaults():
     assert agent["text"] == {"format": {"type": "text"}, "verbosity": "medium"}
     assert agent["service_tier"] == "auto" and agent["tools"] == [] and agent["metadata"] == {}
     assert agent["multi_agent"] == {"enabled": False, "max_concurrent_subagents": None}
+    for sent, shown in [({"enabled": True}, 6), ({"enabled": True, "max_concurrent_subagents": 2}, 2),
+                        ({"enabled": False, "max_concurrent_subagents": 2}, None)]:
+        saved = parser.parse_agent_create({"model": "gpt-5", "multi_agent": sent})
+        record = {"id": "a", "created_at": 1, "updated_at": 1, "config": parser.config_as_sent(saved)}
+        assert resources.agent_resource(record)["multi_agent"]["max_concurrent_subagents"] == shown
 
 
 def test_inline_overrides_resolve_over_the_saved_agent():

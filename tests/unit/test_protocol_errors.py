@@ -64,13 +64,18 @@ AGENT_CASES = [
     ("tools not an array", {"tools": {}}, "Invalid type for 'tools': expected an array, but got an object instead.",
      "tools"),
     ("metadata too many pairs", {"metadata": {f"k{i}": "v" for i in range(17)}},
-     "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got 17 instead.",
+     "Invalid 'metadata': too many properties. Expected an object with at most 16 properties, but got an object "
+     "with 17 properties instead.",
      "metadata"),
     ("metadata key too long", {"metadata": {"k" * 65: "v"}},
-     "Invalid 'metadata': keys must be 1 to 64 characters; got a key of 65.", "metadata"),
+     f"Invalid property name in 'metadata': '{'k' * 65}' is too long. Expected a string with maximum length 64, "
+     "but got a string with length 65 instead.", f"metadata.{'k' * 65}"),
     ("metadata value too long", {"metadata": {"k": "v" * 513}},
      "Invalid 'metadata.k': string too long. Expected a string with maximum length 512, but got a string with "
      "length 513 instead.", "metadata.k"),
+    ("name too long", {"name": "n" * 129},
+     "Invalid 'name': string too long. Expected a string with maximum length 128, but got a string with length 129 "
+     "instead.", "name"),
     ("metadata values are strings", {"metadata": {"k": 1}},
      "Invalid type for 'metadata.k': expected a string, but got an integer instead.", "metadata.k"),
 ]
@@ -220,3 +225,10 @@ def test_whitespace_only_text_is_admitted_only_where_the_harness_can_run_it(harn
 def test_whitespace_beside_text_or_an_image_is_admitted_everywhere():
     for value in ["  hi  ", user({"type": "input_text", "text": " "}, IMAGE)]:
         resolve(with_input(value, "claude_code"))
+
+
+def test_an_agent_update_with_a_name_over_128_characters_is_rejected():
+    parser.parse_agent_update({"name": "n" * 128})
+    with pytest.raises(InvalidRequest) as err:
+        parser.parse_agent_update({"name": "n" * 129})
+    assert err.value.param == "name"

@@ -29,15 +29,18 @@ def check_metadata(metadata: Optional[dict[str, str]], param: str = "metadata") 
     if len(metadata) > METADATA_MAX_PAIRS:
         raise InvalidRequest(
             f"Invalid '{param}': too many properties. Expected an object with at most {METADATA_MAX_PAIRS} "
-            f"properties, but got {len(metadata)} instead.",
+            f"properties, but got an object with {len(metadata)} properties instead.",
             param=param,
         )
-    for key, value in metadata.items():
-        if not key or len(key) > METADATA_MAX_KEY:
+    for key in sorted(metadata):  # the first offending key in a stable order
+        value = metadata[key]
+        if not key:
+            raise InvalidRequest(f"Invalid property name in '{param}': '' is too short. Expected a string with "
+                                 "minimum length 1, but got a string with length 0 instead.", param=f"{param}.")
+        if len(key) > METADATA_MAX_KEY:
             raise InvalidRequest(
-                f"Invalid '{param}': keys must be 1 to {METADATA_MAX_KEY} characters; got a key of {len(key)}.",
-                param=param,
-            )
+                f"Invalid property name in '{param}': '{key}' is too long. Expected a string with maximum length "
+                f"{METADATA_MAX_KEY}, but got a string with length {len(key)} instead.", param=f"{param}.{key}")
         if len(value) > METADATA_MAX_VALUE:
             raise InvalidRequest(
                 f"Invalid '{param}.{key}': string too long. Expected a string with maximum length "
@@ -269,8 +272,18 @@ def _check_config(config: wire._AgentConfig, tools: Optional[Sequence[wire.AnyTo
     check_text(config.text, prefix)
 
 
+AGENT_NAME_MAX = 128
+
+
+def _check_name(name: Optional[str]) -> None:
+    if name is not None and len(name) > AGENT_NAME_MAX:
+        raise InvalidRequest(f"Invalid 'name': string too long. Expected a string with maximum length {AGENT_NAME_MAX}, "
+                             f"but got a string with length {len(name)} instead.", param="name")
+
+
 def parse_agent_create(body: Any) -> wire.AgentCreate:
     request = validation.parse(wire.AgentCreate, body)
+    _check_name(request.name)
     _check_config(request, request.tools, "")
     check_metadata(request.metadata)
     return request
@@ -280,6 +293,7 @@ def parse_agent_update(body: Any) -> wire.AgentUpdate:
     request = validation.parse(wire.AgentUpdate, body)
     if request.given("model") and request.model is None:
         raise InvalidRequest("Invalid type for 'model': expected a string, but got null instead.", param="model")
+    _check_name(request.name)
     _check_config(request, request.tools, "")
     check_metadata(request.metadata)
     return request
@@ -495,6 +509,13 @@ def resolve_text(raw: Any) -> dict[str, Any]:
     return {"format": fmt, "verbosity": raw.get("verbosity") or "medium"}
 
 
+def _multi_agent(config: dict[str, Any]) -> dict[str, Any]:
+    """The SDK's rule: max_concurrent_subagents is null when disabled and defaults to 6 when enabled."""
+    enabled = bool(config.get("enabled", False))
+    limit = config.get("max_concurrent_subagents")
+    return {"enabled": enabled, "max_concurrent_subagents": (6 if limit is None else limit) if enabled else None}
+
+
 def resolve_agent_config(config: dict[str, Any]) -> dict[str, Any]:
     """Saved or merged configuration -> the resolved Agent configuration (resource members)."""
     reasoning = config.get("reasoning") or {}
@@ -508,10 +529,7 @@ def resolve_agent_config(config: dict[str, Any]) -> dict[str, Any]:
         "service_tier": config.get("service_tier") or "auto",
         "text": resolve_text(config.get("text")),
         "tools": [resolve_tool(t) for t in tools_from_config(config.get("tools"))],
-        "multi_agent": {
-            "enabled": bool(multi_agent.get("enabled", False)),
-            "max_concurrent_subagents": multi_agent.get("max_concurrent_subagents"),
-        },
+        "multi_agent": _multi_agent(multi_agent),
         "compaction": {"async": bool(compaction.get("async") or False)},
         "experimental": {"time_awareness": bool(experimental.get("time_awareness", False))},
     }
