@@ -1,7 +1,8 @@
 """An assistant message streams in the official message sequence: item.added -> content_part.added ->
 output_text.delta (one or more) -> output_text.done -> content_part.done -> item.done, per output
 text part, whether the Runtime streamed the text in deltas across several messages, sent it whole
-in one delta, or reported the message finished without any delta."""
+in one delta, or reported the message finished without an added or any delta (then it is added
+first and each part's whole text goes in one delta)."""
 
 from openai.types.beta.agent_session_event import AgentSessionEvent
 from pydantic import TypeAdapter
@@ -79,8 +80,12 @@ def test_deltas_across_messages_announce_the_part_once_and_a_text_without_deltas
                      "output_text.delta", "output_text.done", "content_part.done", "item.done"]
     second = [e for e in message_events(sub) if e.get("output_index") == 1]
     assert [(e["type"].rsplit("turn.", 1)[1], e.get("content_index")) for e in second] == [
-        ("content_part.added", 0), ("output_text.done", 0), ("content_part.done", 0),
-        ("content_part.added", 1), ("output_text.done", 1), ("content_part.done", 1), ("item.done", None)]
+        ("item.added", None),
+        ("content_part.added", 0), ("output_text.delta", 0), ("output_text.done", 0), ("content_part.done", 0),
+        ("content_part.added", 1), ("output_text.delta", 1), ("output_text.done", 1), ("content_part.done", 1),
+        ("item.done", None)]
+    assert second[0]["item"]["status"] == "in_progress" and second[0]["item"]["content"] == []
+    assert [e["delta"] for e in second if e["type"].endswith("output_text.delta")] == ["one", "two"]  # whole texts
     assert [e["text"] for e in second if e["type"].endswith("output_text.done")] == ["one", "two"]
     late = [f for f in raw.errors(route["turn_id"]) if f["error"]["param"] == "item_id"]
     assert "already done" in late[0]["error"]["message"]  # nothing streams after item.done

@@ -618,8 +618,15 @@ def _item_added(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any]
 def _item_done(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
     runtime_id, item = _runtime_item(draft, turn, msg.get("item"), done=True)
     ref = draft.item_ref(turn.id, runtime_id)
-    if ref is None:
-        ref = draft.new_item_ref(turn, runtime_id)  # reported finished without an added: both at once
+    if ref is None:  # reported finished without an added: subscribers still see it added first
+        ref = draft.new_item_ref(turn, runtime_id)
+        added = {"id": ref["id"], **item, "turn_id": turn.id}
+        if "status" in added:
+            added["status"] = "in_progress"
+        if added.get("type") == "message":
+            added["content"] = []
+        draft.emit(resources.item_event("agent.session.turn.item.added", new_id("evt"), draft.session_id, added,
+                                        ref["output_index"]))
     elif ref["state"] == "done":
         raise Rejected(f"Invalid 'item.id': the Item '{runtime_id}' is already done.", param="item.id")
     item = {"id": ref["id"], **item, "turn_id": turn.id}
@@ -660,7 +667,8 @@ def _close_parts(draft: engine.Draft, turn: engine.TurnState, runtime_id: str, r
                  item: dict[str, Any]) -> None:
     """The official message sequence: each output text part of a finished message is announced
     (content_part.added, unless its first delta did) and closed (output_text.done with the whole
-    text, content_part.done with the final part) before the message's item.done."""
+    text, content_part.done with the final part) before the message's item.done. A part that was
+    never streamed sends its whole text in one output_text.delta."""
     if item.get("type") != "message" or not isinstance(item.get("content"), list):
         return
     for index, part in enumerate(item["content"]):
@@ -669,6 +677,7 @@ def _close_parts(draft: engine.Draft, turn: engine.TurnState, runtime_id: str, r
         if draft.start_part(turn.id, runtime_id, index):
             _part_event(draft, turn, ref, "agent.session.turn.content_part.added", index,
                         part={"type": "output_text", "text": ""})
+            _part_event(draft, turn, ref, "agent.session.turn.output_text.delta", index, delta=part["text"])
         _part_event(draft, turn, ref, "agent.session.turn.output_text.done", index, text=part["text"])
         _part_event(draft, turn, ref, "agent.session.turn.content_part.done", index,
                     part={"type": "output_text", "text": part["text"]})
