@@ -212,7 +212,7 @@ def test_agent_and_session_cursors_that_name_nothing_are_404(client, other, aws)
     assert scan(aws) == before
 
 
-def test_turn_and_item_cursors_that_name_nothing_are_404(client, aws):
+def test_turn_cursors_that_name_nothing_are_404_and_item_cursors_the_official_400(client, aws):
     first = client.beta.agents.sessions.create(environment={"type": "none"}, input="say one",
                                                agent={"model": "gpt-5"})
     second = client.beta.agents.sessions.create(environment={"type": "none"}, input="say two",
@@ -228,15 +228,19 @@ def test_turn_and_item_cursors_that_name_nothing_are_404(client, aws):
     turns, items = client.beta.agents.sessions.turns, client.beta.agents.sessions.items
     for call in (lambda: turns.list(first.id, after="turn_missing"),
                  lambda: turns.list(first.id, after=other_turn.id),  # another Session's Turn
-                 lambda: turns.list(first.id, after=item.id),  # another resource type
-                 lambda: items.list(first.id, after="item_missing"),  # malformed
+                 lambda: turns.list(first.id, after=item.id)):  # another resource type
+        with pytest.raises(openai.NotFoundError) as err:
+            call()
+        assert err.value.body == NOT_FOUND
+    for call in (lambda: items.list(first.id, after="item_missing"),  # malformed
                  lambda: items.list(first.id, after=item.id[:-1] + "x"),  # right position, wrong id
                  lambda: items.list(first.id, after=other_item.id),  # another Session's Item
                  lambda: items.list(first.id, after=turn.id),
                  lambda: turns.items.list(turn.id, session_id=first.id, after=other_item.id)):
-        with pytest.raises(openai.NotFoundError) as err:
+        with pytest.raises(openai.BadRequestError) as err:
             call()
-        assert err.value.body == NOT_FOUND
+        assert err.value.body == {"message": "Invalid session item ID in `after`", "type": "invalid_request_error",
+                                  "param": None, "code": "invalid_request_error"}
     assert scan(aws) == before
 
 

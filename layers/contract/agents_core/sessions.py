@@ -239,14 +239,14 @@ def list_items(store: DynamoStore, tenant: str, session_id: str, params: ListPar
         load(store, tenant, session_id)
     after = None
     if params.after:
-        # A cursor that names no Item of this list (malformed, of another Session or Turn) is a
-        # missing resource, like a Turn or Session cursor: 404, whatever the reason.
+        # A cursor that names no Item of this list (malformed, of another Session or Turn, foreign) is
+        # the official Items cursor 400 whatever the reason (Agent, Session and Turn cursors are 404s).
         position = _position(params.after)
         cursor = store.get({"PK": session_pk(tenant, session_id), "SK": item_sk(position)}) \
             if position is not None else None
         if cursor is None or cursor.get("id") != params.after or (turn_id is not None and
                                                                   cursor.get("turn_id") != turn_id):
-            raise NotFound()
+            raise InvalidRequest("Invalid session item ID in `after`", param=None)
         after = item_sk(position)
     result = store.query(pk=session_pk(tenant, session_id), sk_prefix="ITEM#", after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True,
