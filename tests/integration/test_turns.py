@@ -84,9 +84,10 @@ def test_unknown_call_and_other_turn_leave_the_action_unchanged(client, runtime)
     submit = client.beta.agents.sessions.events.create
     err = conflict(lambda: submit(session.id, events=[{**result(action), "call_id": "call_nope"}]),
                    "Unknown pending tool call.", 400)
-    assert err.body["param"] == "events[0].call_id" and err.body["type"] == "invalid_request_error"
-    conflict(lambda: submit(session.id, events=[{**result(action), "turn_id": "turn_other"}]),
-             "The tool call belongs to a different Turn.", 400)
+    assert err.body["param"] is None and err.body["type"] == "invalid_request_error"  # the official fields
+    err = conflict(lambda: submit(session.id, events=[{**result(action), "turn_id": "turn_other"}]),
+                   "The tool call belongs to a different Turn.", 400)
+    assert err.body["param"] is None and err.body["code"] == "invalid_request_error"
     assert client.beta.agents.sessions.retrieve(session.id).required_actions == [action]
     submit(session.id, events=[result(action, output="ok")])
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")

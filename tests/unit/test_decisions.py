@@ -64,11 +64,11 @@ def test_conflict_types_and_codes():
     assert err.value.envelope()["error"]["code"] == "conflict_error"
 
 
-def test_a_batch_is_all_or_nothing_and_names_the_failing_event():
+def test_a_batch_is_all_or_nothing_and_an_unknown_call_has_the_official_null_param():
     calls = {"call_1": call()}
     with pytest.raises(InvalidRequest) as err:
         d.classify_batch([OUT, result(call_id="call_9")], calls)
-    assert err.value.param == "events[1].call_id"
+    assert (err.value.message, err.value.param) == ("Unknown pending tool call.", None)
 
 
 def test_same_call_twice_in_one_batch():

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from . import jsonutil, wire
-from .errors import AgentsError, Conflict, InvalidRequest, UnsupportedConfiguration
+from .errors import Conflict, InvalidRequest, UnsupportedConfiguration
 from .harnessconfig import HarnessDeclaration
 
 DIFFERENT_RESULT = "The tool call already has a different result."
@@ -78,10 +78,11 @@ def result_digest(event: wire.ToolResultEvent) -> str:
 
 def classify(event: wire.ToolResultEvent, call: Optional[CallRecord], digest: Optional[str] = None) -> Decision:
     digest = digest or result_digest(event)
+    # The official fields of both: 400 invalid_request_error with a null param.
     if call is None:
-        raise InvalidRequest(UNKNOWN_CALL, param="call_id")
+        raise InvalidRequest(UNKNOWN_CALL, param=None)
     if event.turn_id not in (call.turn_id, call.child_turn_id):
-        raise InvalidRequest(OTHER_TURN, param="turn_id")
+        raise InvalidRequest(OTHER_TURN, param=None)
     if call.has_result:
         if call.result_digest == digest:
             return Decision(Outcome.IDENTICAL, call, digest)
@@ -98,13 +99,8 @@ def classify_batch(
     inside one batch are treated like a retry of the earlier one."""
     decisions: list[Decision] = []
     pending: dict[str, CallRecord] = dict(calls)
-    for index, event in enumerate(events):
-        try:
-            decision = classify(event, pending.get(event.call_id))
-        except AgentsError as exc:
-            if exc.param in ("call_id", "turn_id"):
-                exc.param = f"events[{index}].{exc.param}"
-            raise
+    for event in events:
+        decision = classify(event, pending.get(event.call_id))
         decisions.append(decision)
         if decision.outcome is Outcome.ACCEPT:
             call = decision.call

@@ -124,12 +124,7 @@ def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, An
                 # Cancelling closes no call item (a Turn may hold hundreds): a pending call of a Turn that
                 # was cancelled, or that ended, takes no first result. Settle closes the items later.
                 record = dataclasses.replace(record, state=decisions.CallState.CANCELLED)
-            try:
-                decision = decisions.classify(event, record)
-            except Exception as exc:  # re-label the param with the event index
-                if getattr(exc, "param", None) in ("call_id", "turn_id"):
-                    exc.param = f"events[{index}].{exc.param}"  # type: ignore[attr-defined]
-                raise
+            decision = decisions.classify(event, record)
             if decision.outcome is decisions.Outcome.ACCEPT:
                 stored = len(calls[event.call_id].get("arguments") or "") + _json_bytes(
                     decisions.result_as_sent(event)) + 2048
