@@ -39,7 +39,7 @@ def delete_session(session_id: str):
 
 @app.post("/v1/agents")
 def create_agent():
-    return json_response(200, agents.create(default_store(), tenant(app), body(app)))
+    return json_response(201, agents.create(default_store(), tenant(app), body(app)))  # created, as officially
 
 
 @app.post("/v1/agents/<agent_id>")

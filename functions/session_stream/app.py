@@ -141,12 +141,12 @@ async def create_session(request: Request) -> Response:
         logger.exception("session create failed")
         return error(ServerError())
     if body.get("stream") is not True:
-        return Response(jsonutil.dumps(session), media_type="application/json")
+        return Response(jsonutil.dumps(session), status_code=201, media_type="application/json")
     # The create's own commit (OUT#1: agent.session.created, then the first Turn's events) and every later
     # one until the Session settles; a creation that started no Turn ends right after `created`.
     until = ("agent.session.created",) if session.get("status") == "idle" else CLOSING
-    return StreamingResponse(stream(tenant, session["id"], 0, until=until), media_type="text/event-stream",
-                             headers=SSE_HEADERS)
+    return StreamingResponse(stream(tenant, session["id"], 0, until=until), status_code=201,
+                             media_type="text/event-stream", headers=SSE_HEADERS)  # 201 for a streamed create too
 
 
 async def healthz(request: Request) -> Response:

@@ -88,7 +88,7 @@ def test_exact_numbers_survive_save_and_read(gateway, keys):
             '"minimum":-12345678901234567891}}}}]}')
     created = gateway.handle("POST", "/v1/agents", "", {"authorization": f"Bearer {keys['a']}",
                                                        "openai-beta": "agents=v1"}, body.encode())
-    assert created.status == 200
+    assert created.status == 201  # created, as the official API answers a create
     assert b'"maximum":0.10000000000000000001' in created.body and b"-12345678901234567891" in created.body
     agent_id = json.loads(created.body)["id"]
     read = gateway.handle("GET", f"/v1/agents/{agent_id}", "", {"authorization": f"Bearer {keys['a']}",

@@ -78,7 +78,7 @@ def test_a_lone_surrogate_in_a_tool_output_is_a_400_and_writes_nothing(client, g
 
 def test_a_paired_surrogate_escape_is_an_ordinary_character(client, gateway, keys):
     code, agent, _ = raw(gateway, keys["a"], "POST", "/v1/agents", b'{"model": "m", "name": "\\ud83d\\ude00"}')
-    assert code == 200 and agent["name"] == "\U0001F600"
+    assert code == 201 and agent["name"] == "\U0001F600"  # created
 
 
 @pytest.mark.parametrize("body", [

@@ -28,10 +28,10 @@ def test_authorizer_event(handlers, store):
 
 def test_admission_and_reads_events(handlers, store):
     created = handlers["AdmissionFunction"](load_event("admission-create-agent.json"), LambdaContext("a"))
-    assert created["statusCode"] == 200 and json.loads(created["body"])["object"] == "agent"
+    assert created["statusCode"] == 201 and json.loads(created["body"])["object"] == "agent"
     event = load_event("session_stream-create-session.json")  # the Lambda Web Adapter's function: an ASGI app
     session = call_asgi(handlers["SessionStreamFunction"], event, event["body"].encode())
-    assert session.status == 200 and json.loads(session.body)["status"] == "in_progress"
+    assert session.status == 201 and json.loads(session.body)["status"] == "in_progress"
     listed = handlers["ReadsFunction"](load_event("reads-list-sessions.json"), LambdaContext("r"))
     assert len(json.loads(listed["body"])["data"]) == 1
     agents = handlers["ReadsFunction"](load_event("reads-list-agents.json"), LambdaContext("r"))

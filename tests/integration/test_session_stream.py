@@ -58,7 +58,7 @@ def test_streamed_create_opens_with_the_created_session_then_the_first_turns_eve
     started = time.monotonic()
     response = gateway.handle("POST", "/v1/agents/sessions", "", headers(keys["a"]),
                               json.dumps({**CREATE, "stream": True}).encode())
-    assert response.status == 200 and response.headers["content-type"].startswith("text/event-stream")
+    assert response.status == 201 and response.headers["content-type"].startswith("text/event-stream")
     assert time.monotonic() - started < 5  # it ended by itself at the maximum duration
     comments, events = parse(response.body)
     assert comments[0] == "stream open"
@@ -73,7 +73,7 @@ def test_streamed_create_opens_with_the_created_session_then_the_first_turns_eve
 
 def test_create_without_stream_is_the_json_session(gateway, keys):
     response = gateway.handle("POST", "/v1/agents/sessions", "", headers(keys["a"]), json.dumps(CREATE).encode())
-    assert response.status == 200 and json.loads(response.body)["object"] == "agent.session"
+    assert response.status == 201 and json.loads(response.body)["object"] == "agent.session"
 
 
 def test_a_rejected_streamed_create_is_a_json_400_and_writes_nothing(gateway, keys, aws):
