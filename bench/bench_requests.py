@@ -37,7 +37,7 @@ def main() -> dict:
         def call(method: str, path: str, body: object = None, query: str = "") -> dict:
             raw = json.dumps(body).encode() if body is not None else b""
             response = gateway.handle(method, path, query, headers, raw)
-            assert response.status == 200, response.body
+            assert response.status in (200, 201), response.body
             return json.loads(response.body)
 
         call("GET", "/v1/agents")  # warm the authorizer cache: API Gateway caches it per key
