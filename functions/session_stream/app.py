@@ -32,7 +32,7 @@ from agents_contract import jsonutil
 from agents_contract.errors import AgentsError, InvalidRequest, NotFound, ServerError
 from agents_core import sse
 from agents_core.observability import logger
-from agents_core.request import admission_error
+from agents_core.request import admission_error, request_id
 from agents_core.request import parse_body as parse_request_body
 from agents_core.settings import get_settings
 from agents_core.store import default_store
@@ -164,7 +164,17 @@ def _strip_stage(app: Any) -> Any:
             head, _, rest = scope["path"].lstrip("/").partition("/")
             if head and rest.startswith("v1/"):
                 scope = {**scope, "path": "/" + rest, "raw_path": ("/" + rest).encode()}
-        await app(scope, receive, send)
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def send_with_id(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":  # every response names its request, as officially
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"x-request-id", request_id().encode())]}
+            await send(message)
+
+        await app(scope, receive, send_with_id)
     return wrapped
 
 

@@ -229,3 +229,16 @@ def test_metadata_filter_pages_stay_full(client):
     assert [s.metadata["n"] for s in both] == ["3"]
     updated = client.beta.agents.sessions.update(ids[0][0], metadata={"team": "a"})
     assert updated.id in [s.id for s in client.beta.agents.sessions.list(metadata={"team": "a"}, limit=100).data]
+
+
+def test_every_response_names_its_request_as_the_sdk_reads_it(client, gateway, keys):
+    import re
+
+    agent = client.beta.agents.with_raw_response.create(model="gpt-5")
+    assert re.fullmatch(r"req_[0-9a-f]{32}", agent.headers["x-request-id"])
+    assert agent.parse()._request_id == agent.headers["x-request-id"]
+    for method, path, body in [("GET", "/v1/agents", b""), ("GET", "/v1/agents/agent_missing", b""),
+                               ("POST", "/v1/agents/sessions", b"{}"), ("PUT", "/v1/agents", b"{}")]:
+        response = gateway.handle(method, path, "", {"authorization": f"Bearer {keys['a']}",
+                                                     "openai-beta": "agents=v1"}, body)
+        assert re.fullmatch(r"req_[0-9a-f]{32}", response.headers.get("x-request-id", "")), (method, path)

@@ -233,7 +233,8 @@ def test_turn_cursors_that_name_nothing_are_404_and_item_cursors_the_official_40
             call()
         assert err.value.body == NOT_FOUND
     for call in (lambda: items.list(first.id, after="item_missing"),  # malformed
-                 lambda: items.list(first.id, after=item.id[:-1] + "x"),  # right position, wrong id
+                 lambda: items.list(first.id, after=item.id[:-1] + ("y" if item.id.endswith("x") else "x")),
+                 # (right position, wrong id)
                  lambda: items.list(first.id, after=other_item.id),  # another Session's Item
                  lambda: items.list(first.id, after=turn.id),
                  lambda: turns.items.list(turn.id, session_id=first.id, after=other_item.id)):

@@ -19,14 +19,16 @@ from agents_contract import jsonutil, surface
 from agents_contract.errors import AgentsError, InvalidRequest, MethodNotAllowed, NotFound, ServerError
 
 from .observability import logger, metrics
-from .request import admission_error, event_tenant, parse_body
+from .request import admission_error, event_tenant, parse_body, request_id
 from .settings import get_settings
 
 JSON = "application/json"
 
 
 def json_response(status: int, body: Any, headers: Optional[dict[str, str]] = None) -> Response:
-    return Response(status_code=status, content_type=JSON, body=jsonutil.dumps(body), headers=headers or {})
+    # Every response names its request (`req_` + 32 hex), which the SDK exposes as `_request_id`.
+    return Response(status_code=status, content_type=JSON, body=jsonutil.dumps(body),
+                    headers={"x-request-id": request_id(), **(headers or {})})
 
 
 def error_response(error: AgentsError) -> Response:

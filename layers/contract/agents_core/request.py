@@ -9,6 +9,7 @@ which therefore does not import the resolver.
 
 from __future__ import annotations
 
+import secrets
 from typing import Any, Optional
 
 from agents_contract import jsonutil
@@ -23,6 +24,11 @@ def event_tenant(event: dict[str, Any]) -> str:
     """The tenant the REST API's Lambda authorizer put in the request context (empty: none)."""
     authorizer = (event.get("requestContext") or {}).get("authorizer") or {}
     return authorizer.get("tenant") or ""
+
+
+def request_id() -> str:
+    """A fresh request id in the official form: `req_` and 32 lowercase hex characters."""
+    return "req_" + secrets.token_hex(16)
 
 
 def admission_error(tenant_id: str, beta: Optional[str]) -> Optional[AgentsError]:
