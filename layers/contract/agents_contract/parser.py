@@ -318,9 +318,7 @@ def check_nonempty_input(value: Any, param: str) -> None:
         if isinstance(content, list) and not content:
             raise InvalidRequest(f"Invalid '{at}': empty array. Expected an array with minimum length 1, but got "
                                  "an empty array instead.", param=at)
-        if isinstance(content, list) and not any(
-                isinstance(part, wire.InputImage) or (isinstance(part, wire.InputText) and part.text)
-                for part in content):
+        if isinstance(content, list) and not _carries(content):
             raise InvalidRequest(f"Invalid '{at}': a message needs an image or a non-empty text part.", param=at)
 
 
@@ -338,17 +336,19 @@ def check_input(decl: Any, value: Any) -> None:
         raise UnsupportedConfiguration(WHITESPACE_ONLY_TEXT, param=None)
 
 
+def _carries(parts: Sequence[Any], blank: frozenset[str] = frozenset()) -> bool:
+    """Whether message content has an image or a text with a character outside `blank` (by default:
+    any character, so only empty text parts carry nothing)."""
+    return any(isinstance(part, wire.InputImage)
+               or (isinstance(part, wire.InputText) and any(ch not in blank for ch in part.text))
+               for part in parts)
+
+
 def whitespace_only(value: Any) -> bool:
     """Whether some message of an input has no image and no text but whitespace."""
     if isinstance(value, str):
         return all(ch in _BLANK for ch in value)
-    for message in value or []:
-        parts = getattr(message, "content", None) or []
-        if not any(isinstance(part, wire.InputImage)
-                   or (isinstance(part, wire.InputText) and any(ch not in _BLANK for ch in part.text))
-                   for part in parts):
-            return True
-    return False
+    return any(not _carries(getattr(message, "content", None) or [], _BLANK) for message in value or [])
 
 
 def parse_session_create(body: Any) -> wire.SessionCreate:
@@ -509,11 +509,16 @@ def resolve_text(raw: Any) -> dict[str, Any]:
     return {"format": fmt, "verbosity": raw.get("verbosity") or "medium"}
 
 
+DEFAULT_MAX_CONCURRENT_SUBAGENTS = 6
+
+
 def _multi_agent(config: dict[str, Any]) -> dict[str, Any]:
     """The SDK's rule: max_concurrent_subagents is null when disabled and defaults to 6 when enabled."""
     enabled = bool(config.get("enabled", False))
     limit = config.get("max_concurrent_subagents")
-    return {"enabled": enabled, "max_concurrent_subagents": (6 if limit is None else limit) if enabled else None}
+    if not enabled:
+        return {"enabled": False, "max_concurrent_subagents": None}
+    return {"enabled": True, "max_concurrent_subagents": DEFAULT_MAX_CONCURRENT_SUBAGENTS if limit is None else limit}
 
 
 def resolve_agent_config(config: dict[str, Any]) -> dict[str, Any]:

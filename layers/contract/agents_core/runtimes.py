@@ -199,14 +199,13 @@ def _turn_input(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
     if turn is None or not turn.input_from:
         rows = store.query(pk=pk, sk_prefix="ITEM#", limit=1000, consistent=True,
                            filter_expression="turn_id = :t", values={":t": turn_id}).items
-        docs = [jsonutil.loads(i["doc"]) for i in rows]
-        return [d for d in docs if d.get("role") == "user"]
-    through = turn.input_through or None
-    limit = min(1000, through - turn.input_from + 1) if through else 1000
-    rows = store.query(pk=pk, sk_prefix="ITEM#", after=item_sk(turn.input_from - 1), limit=limit,
-                       consistent=True).items
-    docs = [jsonutil.loads(i["doc"]) for i in rows
-            if i.get("turn_id") == turn_id and (through is None or int(i["SK"][5:]) <= through)]
+    else:
+        through = turn.input_through or None
+        limit = min(1000, through - turn.input_from + 1) if through else 1000
+        rows = [i for i in store.query(pk=pk, sk_prefix="ITEM#", after=item_sk(turn.input_from - 1), limit=limit,
+                                       consistent=True).items
+                if i.get("turn_id") == turn_id and (through is None or int(i["SK"][5:]) <= through)]
+    docs = [jsonutil.loads(i["doc"]) for i in rows]
     return [d for d in docs if d.get("role") == "user"]
 
 
