@@ -168,7 +168,7 @@ def test_malformed_messages_get_error_frames_naming_the_field_and_the_connection
                                                                                          monkeypatch):
     from agents_core import runtimes
     log = Recorder()
-    monkeypatch.setattr(runtimes, "logger", log)
+    monkeypatch.setattr(runtimes.observations, "logger", log)
     raw = RawRuntime(stack)
     session = session_with(client, "say anything")
     route = raw.start()

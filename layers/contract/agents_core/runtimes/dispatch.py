@@ -1,0 +1,160 @@
+"""Claiming Turns: dispatch a queued Turn to an eligible Runtime, claim at commit, and the
+Dispatch task (`turn.start`)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from agents_contract import capabilities, jsonutil
+
+from .. import engine
+from ..aws import Messenger, Workflow
+from ..ids import now
+from ..observability import logger
+from ..store import DynamoStore, item_sk, session_pk, unpack
+from .connections import conn_key, eligible_runtimes
+
+# ---- claiming Turns ------------------------------------------------------------------------------
+
+def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: str, turn_id: str,
+             only: Optional[str] = None) -> Optional[str]:
+    """Claim a queued Turn for a connected Runtime whose capabilities cover the Session, then start
+    its execution. With no eligible Runtime the Turn stays queued until one says hello."""
+
+    def work(draft: engine.Draft) -> Optional[str]:
+        turn = draft.turn(turn_id)
+        if turn is None or turn.status != "queued":
+            return turn.claimed_by if turn is not None and turn.status not in engine.TERMINAL else None
+        snapshot = draft.snapshot
+        messages = [i["content"] for i in _turn_input(store, tenant, session_id, turn_id, turn)]
+        required = capabilities.required_capabilities(snapshot, messages=[{"content": c} for c in messages])
+        candidates = eligible_runtimes(store, snapshot.harness, required)
+        if only is not None:
+            candidates = [c for c in candidates if c["connection_id"] == only]
+        if not candidates:
+            logger.info("no eligible runtime; turn stays queued", extra={"turn_id": turn_id})
+            return None
+        return _claim(draft, turn, candidates[0])
+
+    claimed = engine.run(store, tenant, session_id, work, turn_id=turn_id)
+    if claimed:
+        # Start now for latency; the claim's outbox command starts it again if this process dies
+        # between the claim and the start. Both are idempotent (execution name = Turn id).
+        workflow.start(tenant, session_id, turn_id)
+    return claimed
+
+
+def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any]) -> str:
+    """Claim `turn` for `runtime` in this commit; its execution starts after the commit."""
+    chosen = runtime["connection_id"]
+    # Provenance: which engine runs this Turn (`scripted`, or the native engine and version).
+    turn.set(status="in_progress", started_at=now(), claimed_by=chosen,
+             x_agents_core={"engine": runtime.get("engine", "unknown")},
+             input_through=draft.item_seq)  # turn.start carries these; later messages go as turn.input
+    # The connection remembers what it claimed, so losing it fails those Turns at once.
+    draft.tx.put({**conn_key(chosen, f"CLAIM#{turn.id}"), "kind": "claim", "tenant": draft.tenant,
+                  "session_id": draft.session_id, "turn_id": turn.id, "ttl": now() + 2 * 3600})
+    draft.active_turn = {**(draft.active_turn or {}), "id": turn.id, "status": "in_progress", "claimed_by": chosen}
+    draft.emit_turn("agent.session.turn.in_progress", turn)
+    draft.command({"type": "start_execution", "turn_id": turn.id})
+    return chosen
+
+
+def claim_started_turn(draft: engine.Draft) -> Optional[str]:
+    """The Turn this commit starts is claimed in the same commit when a connected Runtime covers it,
+    so no Streams hop lies between a message and `turn.start`: the committing Lambda starts the
+    execution right after its commit (`start_now`), and the commit's outbox starts it again if that
+    fails (starting is idempotent). With no eligible Runtime it stays queued for its dispatch command."""
+    turn = draft.started
+    active = draft.active_turn or {}
+    if turn is None or turn.status != "queued" or active.get("id") != turn.id or active.get("cancel_requested"):
+        return None
+    required = capabilities.required_capabilities(
+        draft.snapshot, messages=[{"content": i["content"]} for i in draft.items_of(turn.id)])
+    candidates = eligible_runtimes(draft.store, draft.snapshot.harness, required)
+    if not candidates:
+        return None
+    draft.commands = [c for c in draft.commands if not (c["type"] == "dispatch" and c["turn_id"] == turn.id)]
+    return _claim(draft, turn, candidates[0])
+
+
+def start_now(draft: engine.Draft) -> None:
+    """After a commit that claimed the Turn it started, start its execution at once. Best effort: the
+    commit's outbox record starts it again (idempotent: execution name = Turn id), so a failure here
+    loses nothing and never fails the request."""
+    turn = draft.started
+    if turn is None or not turn.claimed_by:
+        return
+    from .. import aws  # looked up now: the workflow client is built on first use
+
+    try:
+        aws.default_workflow().start(draft.tenant, draft.session_id, turn.id)
+    except Exception:  # noqa: BLE001 - the outbox starts it
+        logger.warning("direct start failed; the outbox starts it", extra={"turn_id": turn.id})
+
+
+def queued_turns(store: DynamoStore, harness: str) -> list[dict[str, Any]]:
+    return store.query(pk=f"QUEUE#{harness}", index="GSI1", limit=100, ascending=True).items
+
+
+def _turn_input(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
+                turn: Optional[engine.TurnState] = None) -> list[dict[str, Any]]:
+    """The Turn's input Items: from its first message through the last one added before its claim
+    (all of them while it is queued). One range read; a Turn stored without its range (written before
+    the range existed) is found by a filtered read of the Session's Items."""
+    pk = session_pk(tenant, session_id)
+    if turn is None or not turn.input_from:
+        rows = store.query(pk=pk, sk_prefix="ITEM#", limit=1000, consistent=True,
+                           filter_expression="turn_id = :t", values={":t": turn_id}).items
+    else:
+        through = turn.input_through or None
+        limit = min(1000, through - turn.input_from + 1) if through else 1000
+        rows = [i for i in store.query(pk=pk, sk_prefix="ITEM#", after=item_sk(turn.input_from - 1), limit=limit,
+                                       consistent=True).items
+                if i.get("turn_id") == turn_id and (through is None or int(i["SK"][5:]) <= through)]
+    docs = [jsonutil.loads(i["doc"]) for i in rows]
+    return [d for d in docs if d.get("role") == "user"]
+
+
+def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
+                  session: Optional[dict[str, Any]] = None,
+                  turn: Optional[engine.TurnState] = None) -> dict[str, Any]:
+    """turn.start: the frozen configuration (schema included, on every Turn) and the Turn's input as
+    it stood when the Turn was claimed; a message added after the claim was sent as turn.input, and
+    may reach the Runtime before this start (it travels another path), so it is never repeated here."""
+    session = session or store.get({"PK": session_pk(tenant, session_id), "SK": "S"})
+    if session is None:
+        raise ConnectionError("session vanished")
+    snapshot = engine.Snapshot.from_json(unpack(session["snapshot"]))
+    items = _turn_input(store, tenant, session_id, turn_id, turn)
+    agent = snapshot.agent
+    return {
+        "type": "turn.start", "tenant": tenant, "session_id": session_id, "turn_id": turn_id,
+        "harness": snapshot.harness, "impersonate": snapshot.impersonate,
+        "agent": agent, "environment": snapshot.environment,
+        "input": items,
+        "execution_controls": {
+            "output_format": agent["text"]["format"],
+            "verbosity": agent["text"]["verbosity"],
+            "reasoning": agent["reasoning"],
+            "service_tier": agent["service_tier"],
+            "tool_search": any(t["type"] == "tool_search" for t in agent["tools"]),
+        },
+    }
+
+
+def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str, turn_id: str,
+          task_token: str) -> None:
+    """The Dispatch task: store the task token on the claimed Turn and send turn.start."""
+    key = engine.turn_key(tenant, session_id, turn_id)
+    both = store.transact_get([key, {"PK": session_pk(tenant, session_id), "SK": "S"}])  # one request
+    item, session = both if both is not None else (store.get(key), None)
+    if item is None or not item.get("claimed_by") or item.get("status") in engine.TERMINAL:
+        raise RuntimeError("Turn is not claimed or already settled")  # the task fails; Settle is a no-op
+    tx = store.new_transaction().update(key, "SET task_token = :t",
+                                        "attribute_exists(claimed_by) AND NOT #st IN (:c, :f, :x)",
+                                        names={"#st": "status"},
+                                        values={":t": task_token, ":c": "completed", ":f": "failed", ":x": "cancelled"})
+    store.transact(tx)
+    messenger.post(item["claimed_by"],
+                   start_message(store, tenant, session_id, turn_id, session, engine.TurnState.from_item(item)))

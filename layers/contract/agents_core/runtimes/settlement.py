@@ -1,0 +1,90 @@
+"""Settlement (the Settle task) and failing a lost Runtime's claimed Turns."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from agents_contract.errors import NotFound
+
+from .. import engine
+from ..aws import Workflow
+from ..store import DynamoStore
+from .connections import conn_key
+
+# ---- settlement (the Settle task) ---------------------------------------------------------------
+
+def settlement_status(draft: engine.Draft, turn: engine.TurnState, reported: str, lost: bool) -> str:
+    """How a Turn ends: a requested cancellation settles as cancelled; execution loss fails it; a
+    completed Turn without the structured answer its Agent requires fails."""
+    if turn.cancel_requested:
+        return "cancelled"
+    if lost or reported not in engine.TERMINAL:
+        return "failed"
+    if reported == "completed" and draft.snapshot.output_schema is not None and not turn.has_final_answer:
+        return "failed"
+    return reported
+
+
+def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outcome: Optional[dict[str, Any]],
+           lost: bool, last_resort: bool = False) -> str:
+    """Execution loss fails the claimed Turn without replay; a missing structured answer fails it.
+
+    Converges for every Turn shape, in bounded steps that are each safe to repeat: (1) the Turn is
+    marked closing (observations are ignored from then on), (2) its open calls are closed
+    SETTLE_CHUNK per transaction, (3) its unfinished Items become incomplete SETTLE_CHUNK per
+    commit, (4) one small final commit ends the Turn and frees the Session. `last_resort` (the
+    workflow's Catch after Settle failed) runs step 4 only: the Session is never left wedged, and the
+    calls still open take no result (their Turn is no longer active)."""
+
+    def decide(draft: engine.Draft) -> Optional[str]:
+        turn = draft.turn(turn_id)
+        if turn is None:
+            return None
+        if turn.status in engine.TERMINAL:
+            return "settled:" + turn.status
+        status = settlement_status(draft, turn, (outcome or {}).get("status", "failed"), lost=lost or last_resort)
+        if not turn.closing:
+            turn.set(closing=status)
+        return status
+
+    try:
+        status = engine.run(store, tenant, session_id, decide, turn_id=turn_id)
+        if status is None:
+            return "missing"
+        if status.startswith("settled:"):
+            return status.split(":", 1)[1]
+        if not last_resort:
+            engine.close_open_calls(store, tenant, session_id, turn_id,
+                                    "cancelled" if status == "cancelled" else "settled")
+
+        def step(draft: engine.Draft) -> bool:
+            turn = draft.turn(turn_id)
+            if turn is None or turn.status in engine.TERMINAL:
+                return True
+            refs = [] if last_resort else engine.open_item_refs(store, tenant, session_id, turn_id)
+            if refs:
+                engine.close_open_items(draft, turn, refs)
+                return False
+            if turn.claimed_by:  # the claim row is no longer needed once the Turn ends
+                draft.tx.delete(conn_key(turn.claimed_by, f"CLAIM#{turn_id}"))
+            engine.settle(draft, turn, status)
+            return True
+
+        while not engine.run(store, tenant, session_id, step, turn_id=turn_id):
+            pass
+    except NotFound:
+        return "missing"  # the Session was deleted: nothing left to settle
+    return status
+
+
+def fail_claimed_turns(store: DynamoStore, workflow: Workflow, connection_id: str) -> int:
+    """A Runtime's connection closed: fail the Turns it claimed now rather than at the heartbeat
+    bound (their executions catch the task failure and settle them as failed, without replay)."""
+    failed = 0
+    claims = store.query(pk=f"CONN#{connection_id}", sk_prefix="CLAIM#", limit=1000, consistent=True).items
+    for claim in claims:
+        turn = store.get(engine.turn_key(claim["tenant"], claim["session_id"], claim["turn_id"]))
+        if turn and turn.get("task_token") and turn.get("status") not in engine.TERMINAL:
+            if workflow.fail(turn["task_token"], "RuntimeLost", "The Runtime's connection closed."):
+                failed += 1
+    return failed
