@@ -10,9 +10,11 @@ The script maps onto Claude Code's tools:
   real model does, and calls the function once its definition has loaded.
 - `answer TEXT` calls the native `StructuredOutput` tool with TEXT's JSON document when that tool is offered,
   and is plain text otherwise.
-Claude Code appends "\\n" to a text tool result and may add a separate system-reminder block; a steered
-message arrives inside a tool result ("The user sent a new message while you were working: ..."). So the
-script is read from the first text block of a user message, or from a steered message.
+Claude Code appends "\\n" to a text tool result and adds system-reminder blocks and notes of its own; a
+steered message arrives inside a tool result ("The user sent a new message while you were working: ...").
+A user message that got no assistant reply (the provider failed) is kept, and Claude Code appends the next
+message to it as more content blocks. So the script is the last text block the caller sent (a steered
+message included), never a reminder or note, and never an earlier block of the same message.
 """
 
 from __future__ import annotations
@@ -51,13 +53,10 @@ def _texts(content: Any) -> list[str]:
 
 def _script_text(text: str) -> Optional[str]:
     """The script in a user text, or None for text Claude Code adds itself (system reminders, commands)."""
-    stripped = text.strip()
-    steered = STEERED.search(stripped)
+    steered = STEERED.search(text.strip())
     if steered:
         return steered.group(1).strip()
-    if not stripped or stripped.startswith(("<system-reminder>", "<command-", "<local-command", "Caveat:")):
-        return None
-    return stripped
+    return script.caller_text(text)
 
 
 @dataclass
@@ -102,10 +101,9 @@ def conversation_state(body: dict[str, Any]) -> State:
                 found_script = _script_text(block.get("text", ""))
                 own_note = results and not STEERED.search(block.get("text", ""))
                 if found_script is not None and own_note and found_script.split(" ", 1)[0] not in VERBS:
-                    continue  # beside a tool result, Claude Code's own note ("Tool loaded.")
+                    continue  # beside a tool result, a note of Claude Code's own that no prefix names
                 if found_script is not None:
-                    state = State(found_script)
-                    break  # the first text block is the message; what follows is Claude Code's
+                    state = State(found_script)  # a later block of the same message is newer input
     return state
 
 

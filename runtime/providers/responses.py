@@ -16,21 +16,20 @@ from . import script
 if TYPE_CHECKING:
     from . import _Handler
 
-# Texts a Harness adds as user messages of its own (environment, instructions): never the script.
-HARNESS_CONTEXT_PREFIXES = ("<environment_context", "<user_instructions", "<permissions", "# AGENTS.md",
-                            "<user_shell_command", "<turn_aborted", "<skill")
-
-
 def _text(item: dict[str, Any]) -> str:
+    """What the caller wrote in a user message: its text parts, less any a Harness wrote itself."""
     content = item.get("content")
-    if isinstance(content, str):
-        return content
-    return "\n".join(p.get("text", "") for p in content or [] if isinstance(p, dict)
-                     and p.get("type") in ("input_text", "text"))
+    parts = [content] if isinstance(content, str) else [
+        p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type") in ("input_text", "text")]
+    return "\n".join(text for text in parts if script.caller_text(text) is not None)
 
 
 def conversation_state(body: dict[str, Any]) -> tuple[str, int]:
-    """(the latest user message's text, how many function outputs came back after it)."""
+    """(the newest user input's text, how many function outputs came back after it).
+
+    Codex sends each Turn's message as a user item of its own, after any that got no reply (a provider
+    failure), and its context fragments (<environment_context>, a finished subagent's
+    <subagent_notification>, ...) as user items or parts too: those are never the script."""
     items = body.get("input")
     if isinstance(items, str):
         return items, 0
@@ -40,7 +39,7 @@ def conversation_state(body: dict[str, Any]) -> tuple[str, int]:
             continue
         if item.get("type", "message") == "message" and item.get("role") == "user":
             text = _text(item)
-            if text.strip() and not text.lstrip().startswith(HARNESS_CONTEXT_PREFIXES):
+            if text.strip():
                 latest, outputs = text, 0
         elif item.get("type") in ("function_call_output", "custom_tool_call_output", "mcp_call_output"):
             outputs += 1

@@ -1,7 +1,8 @@
 """The script language the scripted model provider plays, shared by every dialect.
 
-The latest user message's text is the script, one step per line; the conversation so far (how many
-function outputs came back after that message) says which line is next:
+The newest input the caller sent is the script, one step per line; the conversation so far (how many
+function outputs came back after it) says which line is next. What a Harness writes into the conversation
+itself (reminders, notifications, its environment, its own notes) is never the script: `caller_text`.
 
     say TEXT              assistant text
     answer TEXT           the final answer (under a json_schema text.format, TEXT is the JSON document)
@@ -38,6 +39,26 @@ class Response:
     sleep: float = 0.0
     fail: Optional[str] = None
     answered: bool = False  # an `answer` step was played
+
+
+# Texts a Harness puts in user messages of its own accord, by how they start. Claude Code: system reminders
+# (the environment, the date, a background task's <task-notification>), slash-command echoes, and the meta
+# notes it appends beside tool results or after a bad reply. Codex: contextual fragments (environment,
+# instructions, permissions, an aborted turn, a finished subagent's <subagent_notification>).
+HARNESS_NOTES = (
+    "<system-reminder>", "<task-notification>", "<command-", "<local-command", "Caveat:", "Tool loaded.",
+    "[structured-output-enforce]", "[projects-reply-gate]", "The previous response failed to produce a valid tool",
+    "<environment_context", "<user_instructions", "<permissions", "# AGENTS.md", "<user_shell_command",
+    "<turn_aborted", "<skill", "<subagent_notification>",
+)
+
+
+def caller_text(text: str) -> Optional[str]:
+    """`text` stripped when the caller sent it; None when it is empty or a Harness wrote it itself."""
+    stripped = text.strip()
+    if not stripped or stripped.startswith(HARNESS_NOTES):
+        return None
+    return stripped
 
 
 def _arguments(raw: str) -> str:
