@@ -21,10 +21,22 @@ FN = {"type": "function", "name": "get_weather", "description": "Weather", "defe
       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
 
 
+# The shape `codex debug models --bundled` prints (two of its 11 models, the fields that decide tools).
+CATALOG = {"models": [
+    {"slug": "gpt-5.5", "tool_mode": None, "multi_agent_version": None, "experimental_supported_tools": [],
+     "supports_search_tool": True, "use_responses_lite": False},
+    {"slug": "gpt-6-sol", "tool_mode": "code_mode_only", "multi_agent_version": "v2",
+     "experimental_supported_tools": ["send_user_message_async", "clock"], "supports_search_tool": True,
+     "use_responses_lite": True}]}
+
+
 @pytest.fixture
 def replay(tmp_path, monkeypatch):
     binary = tmp_path / "codex"
-    binary.write_text(f"#!/bin/sh\nexec {sys.executable} {REPLAY} \"$@\"\n")
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(json.dumps(CATALOG))
+    binary.write_text(f"#!/bin/sh\n[ \"$1 $2 $3\" = \"debug models --bundled\" ] && exec cat {catalog}\n"
+                      f"exec {sys.executable} {REPLAY} \"$@\"\n")
     binary.chmod(0o755)
     log = tmp_path / "exchange.jsonl"
     monkeypatch.setenv("FAKE_CODEX_LOG", str(log))
@@ -42,12 +54,12 @@ def replay(tmp_path, monkeypatch):
         driver.close()
 
 
-def start_message(tools=None, schema=None, turn_id="turn_1"):
+def start_message(tools=None, schema=None, turn_id="turn_1", environment=None, session_id="sess_1"):
     agent = {"model": "gpt-5", "tools": tools if tools is not None else [FN], "reasoning": None, "service_tier": None,
              "text": {"format": {"type": "json_schema", "schema": schema} if schema else {"type": "text"},
-                      "verbosity": None}}
-    return {"type": "turn.start", "tenant": "t", "session_id": "sess_1", "turn_id": turn_id, "harness": "codex",
-            "agent": agent, "environment": {"type": "none"}, "execution_controls": {},
+                      "verbosity": None}, "multi_agent": {"enabled": False, "max_concurrent_subagents": None}}
+    return {"type": "turn.start", "tenant": "t", "session_id": session_id, "turn_id": turn_id, "harness": "codex",
+            "agent": agent, "environment": environment or {"type": "none"}, "execution_controls": {},
             "input": [{"role": "user", "content": [{"type": "input_text", "text": "weather?"}]}]}
 
 
@@ -175,3 +187,95 @@ def test_results_become_native_content_items_unchanged():
 def test_a_missing_binary_is_a_clear_start_error(tmp_path):
     with pytest.raises(CodexUnavailable, match="not an executable"):
         find_codex(str(tmp_path / "nope"))
+
+
+# ---- Native tools follow the placement -------------------------------------------------------------
+
+def config_toml(driver, session_id="sess_1") -> dict:
+    import tomllib
+
+    return tomllib.loads((driver.state_dir / session_id / "home" / "config.toml").read_text())
+
+
+def test_on_none_every_turn_start_carries_empty_environments_and_the_session_catalog(replay):
+    driver, log = replay("round_trip")
+    ptc_off = {"type": "programmatic_tool_calling", "enabled": False}
+    handle, channel, recorder = run(driver, start_message(tools=[FN, ptc_off]))
+    recorder.wait("turn.function_call")
+    handle.deliver_result(CALL, {"success": True, "output": "sunny"})
+    assert channel.done.wait(10)
+    turn = next(m for m in exchange(log) if m.get("method") == "turn/start")["params"]
+    assert turn["environments"] == []  # "Empty disables environment access"
+    native = config_toml(driver)
+    assert native["agents"] == {"enabled": False} and native["features"]["goals"] is False
+    assert native["tools"]["experimental_request_user_input"] == {"enabled": False}
+    assert native["web_search"] == "disabled"
+    catalog = json.loads(pathlib.Path(native["model_catalog_json"]).read_text())
+    assert [m["slug"] for m in catalog["models"]] == ["gpt-5.5", "gpt-6-sol"]
+    for model in catalog["models"]:  # every model Codex knows, not only the Session's
+        assert (model["tool_mode"], model["multi_agent_version"], model["experimental_supported_tools"],
+                model["supports_search_tool"]) == (None, None, [], False)
+    assert catalog["models"][1]["use_responses_lite"] is True  # nothing else changes
+
+
+def test_a_resumed_thread_gets_empty_environments_again(replay):
+    driver, log = replay("abandon")
+    _, channel, _ = run(driver, start_message())
+    assert channel.done.wait(10)
+    driver.submit(driver.sessions["sess_1"].stop()).result(10)  # the process goes; the thread stays
+    _, channel, _ = run(driver, start_message(turn_id="turn_2"))
+    assert channel.done.wait(10)
+    sent = exchange(log)
+    assert [m["method"] for m in sent if m.get("method") in ("thread/start", "thread/resume")] == [
+        "thread/start", "thread/resume"]
+    assert [m["params"].get("environments") for m in sent if m.get("method") == "turn/start"] == [[], []]
+
+
+def test_a_workspace_session_keeps_the_native_tool_set(replay, tmp_path):
+    driver, log = replay("abandon")
+    workspace = {"type": "self_hosted", "workspace_directory": str(tmp_path)}
+    _, channel, _ = run(driver, start_message(environment=workspace))
+    assert channel.done.wait(10)
+    turn = next(m for m in exchange(log) if m.get("method") == "turn/start")["params"]
+    assert "environments" not in turn  # the thread's own environment: exec_command, apply_patch, ...
+    native = config_toml(driver)
+    assert not {"agents", "web_search", "model_catalog_json"} & set(native)
+    assert "goals" not in native["features"] and "tools" not in native
+
+
+def test_programmatic_tool_calling_false_on_a_workspace_still_gets_a_catalog_without_code_mode(replay, tmp_path):
+    driver, _ = replay("abandon")
+    workspace = {"type": "self_hosted", "workspace_directory": str(tmp_path)}
+    start = start_message(tools=[FN, {"type": "programmatic_tool_calling", "enabled": False}], environment=workspace)
+    _, channel, _ = run(driver, start)
+    assert channel.done.wait(10)
+    catalog = json.loads(pathlib.Path(config_toml(driver)["model_catalog_json"]).read_text())
+    sol = catalog["models"][1]
+    assert (sol["tool_mode"], sol["multi_agent_version"]) == (None, None)
+    assert sol["experimental_supported_tools"] == ["send_user_message_async", "clock"]  # workspace: native
+    assert sol["supports_search_tool"] is True
+
+
+def test_sessions_with_the_same_overrides_share_one_catalog_file(replay):
+    driver, _ = replay("abandon")
+    for session_id in ("sess_a", "sess_b"):
+        _, channel, _ = run(driver, start_message(session_id=session_id))
+        assert channel.done.wait(10)
+    assert config_toml(driver, "sess_a")["model_catalog_json"] == config_toml(driver, "sess_b")["model_catalog_json"]
+    assert len(list((driver.state_dir / "model_catalogs").glob("*.json"))) == 1
+
+
+def test_a_binary_without_a_bundled_catalog_fails_a_none_session_with_the_reason(tmp_path, monkeypatch):
+    binary = tmp_path / "codex"
+    binary.write_text(f"#!/bin/sh\nexec {sys.executable} {REPLAY} \"$@\"\n")  # prints no catalog
+    binary.chmod(0o755)
+    monkeypatch.setenv("FAKE_CODEX_LOG", str(tmp_path / "exchange.jsonl"))
+    driver = CodexDriver(Provider("scripted", "http://127.0.0.1:9/v1"), str(tmp_path / "state"), binary=str(binary))
+    try:
+        _, channel, recorder = run(driver, start_message())
+        assert channel.done.wait(10)
+        message = recorder.wait("turn.failed")["error"]["message"]
+        assert "needs Codex's model catalog" in message and "debug models --bundled" in message
+        assert not (tmp_path / "exchange.jsonl").exists()  # no native process started
+    finally:
+        driver.close()

@@ -12,6 +12,16 @@
   starts or resumes".
 - "The Codex adapter sends the schema unchanged as the native outputSchema on every root Turn,
   including Turns after resume or recovery ... Subagent threads do not receive the schema."
+- Native tools follow the placement: on `environment: none` the model sees only what the Session
+  declares (functions, tool_search, web_search per its control, MCP tools). On a workspace placement
+  the native workspace tools stay.
+
+Codex 0.163.0 decides part of the tool set from its bundled model catalog, not from config keys:
+most catalog models are `tool_mode: "code_mode_only"` (every tool behind `exec`, whatever
+`features.code_mode` says), offer `tool_search` (`supports_search_tool`) and extra tools
+(`experimental_supported_tools`: clock, send_user_message_async). `catalog_overrides` says which
+catalog fields a Session needs changed; the driver writes a copy of the bundled catalog with them and
+points `model_catalog_json` at it (config.toml only: the per-thread config does not read it).
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from typing import Any, Optional
 
 import tomli_w
 
-from ..common import AdapterError, one, output_schema, tools_of
+from ..common import AdapterError, one, output_schema, placement, tools_of
 
 try:
     from agents_contract.harnessconfig import CODEX_RESERVED_LABELS
@@ -53,7 +63,8 @@ def mcp_servers(start: dict[str, Any], credentials: Optional[dict[str, str]] = N
 
 
 def config(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) -> dict[str, Any]:
-    """The native configuration for this Session. An omitted control keeps native behaviour."""
+    """The native configuration of the Session's declared tools and controls. An omitted control keeps
+    native behaviour; `placement_config` adds what the placement removes."""
     out: dict[str, Any] = {}
     servers = mcp_servers(start, credentials)
     if servers:
@@ -74,6 +85,65 @@ def config(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) 
         else:
             out["features"] = {"code_mode": False, "code_mode_only": False, "code_mode_prewarm": False}
     return out
+
+
+def placement_config(start: dict[str, Any]) -> dict[str, Any]:
+    """On `environment: none` the model sees only what the Session declares: no subagent tools unless
+    the Agent's multi_agent is on, no request_user_input, no goal tools, web_search only when declared.
+    A workspace placement keeps the native tool set ({})."""
+    if placement(start) != "none":
+        return {}
+    out: dict[str, Any] = {"tools": {"experimental_request_user_input": {"enabled": False}},
+                           "features": {"goals": False}}
+    if one(start, "web_search") is None:
+        out["web_search"] = "disabled"
+    if not (start["agent"].get("multi_agent") or {}).get("enabled"):
+        out["agents"] = {"enabled": False}  # the subagent tools, v1 and v2
+    return out
+
+
+def session_config(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    """Everything config.toml carries for this Session: `config` with `placement_config` over it."""
+    return merge(config(start, credentials), placement_config(start))
+
+
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Tables merge key by key (TOML semantics); `over` wins for any other value."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def turn_environment(start: dict[str, Any]) -> dict[str, Any]:
+    """`turn/start` parameters for the placement: `environments: []` ("Empty disables environment
+    access": no exec_command, write_stdin, apply_patch, view_image) on every Turn of a `none` Session;
+    `thread/resume` does not keep it. A workspace placement keeps the thread's own environment."""
+    return {"environments": []} if placement(start) == "none" else {}
+
+
+def catalog_overrides(start: dict[str, Any]) -> dict[str, Any]:
+    """The model catalog fields this Session changes, for every model Codex knows ({}: the bundled
+    catalog as it is).
+
+    - programmatic_tool_calling false: no `tool_mode` (the catalog's code_mode_only is not undone by
+      `features.code_mode = false`) and no `multi_agent_version` (subagents, when on, as v1, the
+      version verified with this driver, instead of the catalog's v2).
+    - environment none: no `experimental_supported_tools`, and `tool_search` only when declared."""
+    out: dict[str, Any] = {}
+    ptc = one(start, "programmatic_tool_calling")
+    if ptc is not None and not ptc["enabled"]:
+        out.update(tool_mode=None, multi_agent_version=None)
+    if placement(start) == "none":
+        out["experimental_supported_tools"] = []
+        if one(start, "tool_search") is None:
+            out["supports_search_tool"] = False
+    return out
+
+
+def model_catalog(bundled: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the bundled catalog (`codex debug models --bundled`) with the overrides on each model."""
+    return {**bundled, "models": [{**model, **overrides} for model in bundled["models"]]}
 
 
 def render_toml(native: dict[str, Any]) -> str:

@@ -13,15 +13,21 @@
   the thread starts, so before any native connection; a failure fails the start with its reason.
 - The native thread id is kept in the Session's state directory: after a Runtime restart the next
   Turn resumes the thread's history (`thread/resume`). Core still fails claimed work without replay.
+- Native tools follow the placement (config.py): on `environment: none` every `turn/start` carries
+  `environments: []`, and `model_catalog_json` points at a copy of the binary's bundled model catalog
+  (`codex debug models --bundled`, read once per driver) with the Session's overrides, written once per
+  variant under the driver's state directory.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
 import pathlib
+import subprocess
 import uuid
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -60,13 +66,24 @@ def find_codex(explicit: Optional[str] = None) -> str:
 
 
 def codex_version(binary: str) -> str:
-    import subprocess
-
     try:
         out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30, check=True)  # noqa: S603
     except (OSError, subprocess.SubprocessError) as exc:
         raise CodexUnavailable(f"The Codex binary '{binary}' does not run: {exc}") from None
     return out.stdout.strip().split()[-1]
+
+
+def bundled_catalog(binary: str, home: pathlib.Path) -> tuple[Optional[dict[str, Any]], str]:
+    """The model catalog shipped in the binary, or None and why not (a Session that needs it fails)."""
+    try:
+        out = subprocess.run([binary, "debug", "models", "--bundled"], capture_output=True, text=True,  # noqa: S603
+                             timeout=30, check=True, stdin=subprocess.DEVNULL, env={**os.environ, "CODEX_HOME": str(home)})
+        catalog = json.loads(out.stdout)
+        if not isinstance(catalog.get("models"), list):
+            raise ValueError("no models list")
+    except (OSError, subprocess.SubprocessError, ValueError, AttributeError) as exc:
+        return None, f"`{binary} debug models --bundled` gave no model catalog ({str(exc)[:200]})"
+    return catalog, ""
 
 
 @dataclass
@@ -94,10 +111,13 @@ class Provider:
         return out
 
 
-def native_config(start: dict[str, Any], provider: Provider) -> dict[str, Any]:
-    """config.toml: the adapter's translation of the snapshot plus the provider selection."""
-    native = adapter.config(start)
+def native_config(start: dict[str, Any], provider: Provider, catalog: Optional[str] = None) -> dict[str, Any]:
+    """config.toml: the adapter's translation of the snapshot plus the provider selection; `catalog`
+    is the path of this Session's model catalog, when it needs one."""
+    native = adapter.session_config(start)
     merged: dict[str, Any] = {"model": start["agent"]["model"], "approval_policy": "never", **native}
+    if catalog:
+        merged["model_catalog_json"] = catalog
     for key, value in provider.native().items():
         if key == "features":
             merged["features"] = {**value, **(merged.get("features") or {})}
@@ -148,6 +168,7 @@ def turn_start_params(start: dict[str, Any], thread_id: str) -> dict[str, Any]:
     params: dict[str, Any] = {"threadId": thread_id,
                               "input": [p for item in start.get("input", []) for p in user_input(item)]}
     params.update(adapter.turn_params(start))  # outputSchema, unchanged, on every root Turn
+    params.update(adapter.turn_environment(start))  # environments: [] on none, every Turn (resume drops it)
     agent = start["agent"]
     reasoning = agent.get("reasoning") or {}
     if reasoning.get("effort"):
@@ -167,6 +188,32 @@ class CodexDriver(NativeDriver):
         found = find_codex(binary)
         self._setup(found, codex_version(found), provider, state_dir, idle_seconds, max_warm)
         self.session_class, self.turn_class = CodexSession, CodexTurn
+        home = self.state_dir / "model_catalogs" / "home"  # Codex writes helper links into any CODEX_HOME
+        home.mkdir(parents=True, exist_ok=True)
+        self.catalog, self.catalog_error = bundled_catalog(found, home)
+        self._catalogs: dict[str, pathlib.Path] = {}  # overrides -> the file written for them
+
+    def catalog_path(self, start: dict[str, Any]) -> Optional[str]:
+        """This Session's model catalog file (written once per variant), or None when the bundled one
+        serves it unchanged. A Session that needs one fails its start if the binary gave none."""
+        overrides = adapter.catalog_overrides(start)
+        if not overrides:
+            return None
+        if self.catalog is None:
+            raise AdapterError(f"The Session's tool set needs Codex's model catalog: {self.catalog_error}.")
+        key = json.dumps(overrides, sort_keys=True)
+        path = self._catalogs.get(key)
+        if path is None or not path.exists():
+            text = json.dumps(adapter.model_catalog(self.catalog, overrides), sort_keys=True)
+            digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+            path = self.state_dir / "model_catalogs" / f"{_safe(self.version)}-{digest}.json"
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_suffix(f".{os.getpid()}.tmp")
+                partial.write_text(text)
+                partial.replace(path)
+            self._catalogs[key] = path
+        return str(path)
 
 
 class CodexSession:
@@ -206,7 +253,7 @@ class CodexSession:
     async def _ensure(self, start: dict[str, Any]) -> JsonRpcPeer:
         if self.peer is not None and self.peer.alive:
             return self.peer
-        native = native_config(start, self.driver.provider)
+        native = native_config(start, self.driver.provider, self.driver.catalog_path(start))
         declared = adapter.config(start)
         (self.home / "config.toml").write_text(adapter.render_toml(native))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENTS_CORE_"))}
