@@ -83,3 +83,22 @@ def emit(name: str, result: dict[str, Any]) -> dict[str, Any]:
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result))
     return result
+
+
+@contextmanager
+def in_process_stack(heartbeat_seconds: int) -> Iterator[tuple[Any, Any]]:
+    """(the in-process stack on moto, tenant-a's official SDK client against it), torn down after."""
+    from moto import mock_aws
+
+    from agents_core.apikeys import create_key
+    from local.inprocess import InProcessStack
+    from local.lambdas import MOTO_CONFIG
+    from tests.integration.conftest import sdk
+
+    os.environ["HEARTBEAT_SECONDS"] = str(heartbeat_seconds)
+    with mock_aws(config=MOTO_CONFIG):
+        stack = InProcessStack("agents-core-bench").start()
+        try:
+            yield stack, sdk(stack.http, create_key(stack.store, "tenant-a"))
+        finally:
+            stack.stop()
