@@ -41,9 +41,12 @@ class InProcessStack:
                                            roleArn=f"arn:aws:iam::{template.ACCOUNT}:role/local",
                                            type=machine.type)["stateMachineArn"]
             self.state_machines[machine.logical_id] = arn
-        self._saved_env = {k: os.environ.get(k) for k in ("STATE_MACHINE_ARN", "TABLE_NAME")}
+        self._saved_env = {k: os.environ.get(k) for k in ("STATE_MACHINE_ARN", "TABLE_NAME", "WEBSOCKET_URL",
+                                                           "CONNECTION_WAIT_STATE_MACHINE_ARN")}
         os.environ["STATE_MACHINE_ARN"] = self.state_machines["TurnStateMachine"]
+        os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = self.state_machines["ConnectionWaitStateMachine"]
         os.environ["TABLE_NAME"] = table
+        os.environ["WEBSOCKET_URL"] = "ws://in-process.invalid"  # no socket: the gateway is called directly
         reset_caches()
         self.handlers = handlers or apigw.load_handlers()
         lambdas.install(self.handlers)
@@ -81,8 +84,11 @@ class InProcessStack:
                 os.environ[key] = value
         reset_caches()
 
-    def connect_runtime(self, token: str, harnesses: list[str], heartbeat_seconds: float = 0.5) -> LocalRuntime:
-        runtime = LocalRuntime(self, token, harnesses, heartbeat_seconds)
+    def connect_runtime(self, token: str, harnesses: list[str], heartbeat_seconds: float = 0.5,
+                        workspace: Optional[str] = None) -> LocalRuntime:
+        """A scripted Runtime: shared (an `rt-` token), or an Environment's (an enrollment or its
+        credential, with the `workspace` directory it is bound to)."""
+        runtime = LocalRuntime(self, token, harnesses, heartbeat_seconds, workspace)
         self.runtimes.append(runtime)
         return runtime
 
@@ -90,7 +96,8 @@ class InProcessStack:
 class LocalRuntime:
     """The reference scripted Runtime wired to the in-process WebSocket gateway."""
 
-    def __init__(self, stack: InProcessStack, token: str, harnesses: list[str], heartbeat_seconds: float):
+    def __init__(self, stack: InProcessStack, token: str, harnesses: list[str], heartbeat_seconds: float,
+                 workspace: Optional[str] = None):
         from runtime.capabilities import declarations
         from runtime.harnesses.scripted.driver import ScriptedDriver
         from runtime.router import Runtime
@@ -98,7 +105,12 @@ class LocalRuntime:
         self.stack = stack
         self.inbox: list[dict[str, Any]] = []
         self.closed_with: Optional[int] = None  # the close code when the gateway closed the socket
-        self.runtime = Runtime(self.send, {h: ScriptedDriver(h) for h in harnesses}, heartbeat_seconds)
+        from runtime.workspace import Workspace
+
+        self.credential: Optional[str] = None
+        self.runtime = Runtime(self.send, {h: ScriptedDriver(h) for h in harnesses}, heartbeat_seconds,
+                               workspace=Workspace(workspace) if workspace else None,
+                               on_welcome=lambda w: setattr(self, "credential", w.get("credential") or self.credential))
         self.connection_id = stack.ws.connect(self._receive, {"Authorization": f"Bearer {token}"},
                                               close=self._closed)
         if self.connection_id is None:

@@ -178,6 +178,7 @@ class LocalStack:
             name=m.logical_id, definition=m.definition, type=m.type,
             roleArn=f"arn:aws:iam::{template.ACCOUNT}:role/local")["stateMachineArn"] for m in template.state_machines()}
         os.environ["STATE_MACHINE_ARN"] = machines["TurnStateMachine"]
+        os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = machines["ConnectionWaitStateMachine"]
         reset_caches()
         self.handlers = apigw.load_handlers()
         lambdas.install(self.handlers)

@@ -1,10 +1,19 @@
 """python -m runtime --url wss://... [--harness scripted --harness codex ...] [--native codex]
+python -m runtime --url <remote_url> --enrollment-token <token> --workspace DIR [--native codex,claude_code]
+                  [--model-provider ...] [--tool-env-file FILE]
 
 Serves the named Harnesses over Core's WebSocket API. `--native` names the Harnesses this Runtime runs
 on their real engines (codex, claude_code); the others run on the scripted engine, which impersonates a
 native name with that Harness's capability set. The Runtime token comes from --token-file,
 $AGENTS_CORE_RUNTIME_TOKEN, or a running local stack's state file (never put it on a command line
 others can read with `ps`; --token is kept for convenience).
+
+With an Environment enrollment (`POST /v1/agents/environments/{id}/enrollments`), this machine becomes
+that self_hosted Environment: it runs exactly that Environment's Sessions, in the workspace directory
+it is bound to (`--workspace`; a Session's `/workspace` means that directory). The enrollment token
+(from $AGENTS_CORE_ENROLLMENT_TOKEN, --enrollment-token-file or --enrollment-token) is spent at the
+first connection for a durable credential, kept in the state directory with mode 0600 and used on every
+reconnect. stdio MCP variables come from --tool-env-file.
 """
 
 from __future__ import annotations
@@ -37,6 +46,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--token", default=os.environ.get("AGENTS_CORE_RUNTIME_TOKEN"),
                    help="a Runtime token (prefer --token-file or $AGENTS_CORE_RUNTIME_TOKEN)")
     p.add_argument("--token-file", help="read the Runtime token from this file")
+    p.add_argument("--enrollment-token", default=os.environ.get("AGENTS_CORE_ENROLLMENT_TOKEN"),
+                   help="connect as a self_hosted Environment with this enrollment (prefer "
+                        "$AGENTS_CORE_ENROLLMENT_TOKEN or --enrollment-token-file)")
+    p.add_argument("--enrollment-token-file", help="read the enrollment token from this file")
+    p.add_argument("--workspace", help="as an Environment: the workspace directory this machine runs its "
+                                       "Sessions in (a Session's /workspace is this directory)")
+    p.add_argument("--tool-env-file", help="as an Environment: KEY=VALUE lines, the variables its stdio MCP "
+                                           "servers may use (env_vars); values never reach Core")
+    p.add_argument("--tool-env-inherit", action="store_true",
+                   help="as an Environment: also take env_vars from this process's own environment")
+    p.add_argument("--credential-file", help="as an Environment: where the durable credential is kept "
+                                             "(default: <state-dir>/environment-credential, mode 0600)")
     p.add_argument("--harness", action="append", choices=HARNESSES,
                    help="serve this Harness (repeatable; default: all four)")
     p.add_argument("--native", type=_list, default=[],
@@ -120,6 +141,32 @@ def main(argv: list[str] | None = None) -> int:
     if args.token_file:
         with open(args.token_file) as fh:
             args.token = fh.read().strip()
+    if args.enrollment_token_file:
+        with open(args.enrollment_token_file) as fh:
+            args.enrollment_token = fh.read().strip()
+    # No child process (native Harness, tool, MCP server) ever sees a Core token.
+    for name in ("AGENTS_CORE_ENROLLMENT_TOKEN", "AGENTS_CORE_RUNTIME_TOKEN"):
+        os.environ.pop(name, None)
+    workspace = None
+    credential_file = None
+    if args.enrollment_token or args.workspace:
+        if not args.workspace:
+            p.error("an Environment's Runtime needs --workspace DIR (the directory its Sessions run in)")
+        from .client import load_credential
+        from .workspace import Workspace, read_env_file
+
+        try:
+            tool_env = read_env_file(args.tool_env_file) if args.tool_env_file else {}
+        except (OSError, ValueError) as exc:
+            p.error(f"--tool-env-file: {exc}")
+        os.environ.update(tool_env)  # the native Harness starts stdio servers with its own environment
+        workspace = Workspace(args.workspace, tool_env, inherit=args.tool_env_inherit)
+        os.makedirs(workspace.directory, exist_ok=True)
+        credential_file = args.credential_file or os.path.join(os.path.expanduser(args.state_dir),
+                                                               "environment-credential")
+        args.token = args.enrollment_token or load_credential(credential_file)
+        if not args.url or not args.token:
+            p.error("--url and an enrollment token (or a saved credential) are required to connect an Environment")
     if (not args.url or not args.token) and os.path.exists(args.stack):
         with open(args.stack) as fh:
             stack = json.load(fh)
@@ -143,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if provider is not None:
         logging.getLogger("runtime").info("scripted model provider on %s", provider.base_url)
-    client = RuntimeClient(args.url, args.token, drivers, args.heartbeat)
+    client = RuntimeClient(args.url, args.token, drivers, args.heartbeat, workspace=workspace,
+                           credential_file=credential_file)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     client.start()

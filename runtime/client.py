@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import threading
 import time
@@ -15,23 +16,57 @@ from websockets.sync.client import connect
 from .capabilities import declarations
 from .harnesses import HarnessDriver
 from .router import Runtime
+from .workspace import Workspace
 
 log = logging.getLogger("runtime")
 FRAME_CHARS = 32_000  # json.dumps writes ASCII: characters are bytes, each frame within 32 KB
 
 
+def save_credential(path: str, credential: str) -> None:
+    """Written 0600 from the start (never world-readable, not even briefly)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(credential)
+    os.chmod(path + ".tmp", 0o600)
+    os.replace(path + ".tmp", path)
+
+
+def load_credential(path: str) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
 class RuntimeClient:
-    def __init__(self, url: str, token: str, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0):
+    def __init__(self, url: str, token: str, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
+                 workspace: Workspace | None = None, credential_file: str | None = None):
         self.url = url
         self.token = token
+        # An Environment's Runtime: an enrollment token is spent at the first hello, whose welcome carries
+        # the durable credential; it is kept in `credential_file` (mode 0600) and used on every reconnect.
+        self.credential_file = credential_file
         self.drivers = drivers
         self.heartbeat_seconds = heartbeat_seconds
         self._socket: Any = None
         self._send_lock = threading.Lock()
         self._stop = threading.Event()
-        self.runtime = Runtime(self.send, drivers, heartbeat_seconds)
+        self.runtime = Runtime(self.send, drivers, heartbeat_seconds, workspace=workspace,
+                               on_welcome=self._welcomed)
+        self.environment_id: str | None = None
         self.connected = threading.Event()
         self.fatal: str | None = None  # why the Runtime cannot run (a refused token): the process exits
+
+    def _welcomed(self, welcome: dict[str, Any]) -> None:
+        self.environment_id = welcome.get("environment_id") or self.environment_id
+        credential = welcome.get("credential")
+        if isinstance(credential, str) and credential:
+            self.token = credential  # the enrollment is spent: reconnect with the credential
+            if self.credential_file:
+                save_credential(self.credential_file, credential)
+            log.info("enrolled as Environment %s", self.environment_id)
 
     def send(self, message: dict[str, Any]) -> None:
         text = json.dumps(message)
@@ -58,9 +93,19 @@ class RuntimeClient:
                         self.runtime.on_message(json.loads(raw))
             except InvalidStatus as exc:
                 status = exc.response.status_code
+                if status in (401, 403) and self.token.startswith("enr-") and self.credential_file \
+                        and load_credential(self.credential_file):
+                    self.token = load_credential(self.credential_file) or ""  # enrollment spent before
+                    log.warning("the enrollment was refused; reconnecting with the saved credential")
+                    continue
                 if status in (401, 403):
-                    self.fatal = f"Core refused the Runtime token (HTTP {status}); create one with " \
-                                 "`python -m agents_core.apikeys --runtime NAME`."
+                    if self.token.startswith(("enr-", "rte-")):
+                        self.fatal = f"Core refused this Environment's enrollment or credential (HTTP {status}): " \
+                                     "it was used, expired or replaced; create a new enrollment (POST " \
+                                     "/v1/agents/environments/{id}/enrollments or the dashboard's Connect)."
+                    else:
+                        self.fatal = f"Core refused the Runtime token (HTTP {status}); create one with " \
+                                     "`python -m agents_core.apikeys --runtime NAME`."
                     log.error(self.fatal)
                     self._stop.set()
                     break

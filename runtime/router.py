@@ -6,10 +6,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Optional
 
 from .harnesses import HarnessDriver, TurnHandle
 from .protocol import Emit, Reassembler, TurnChannel
+from .workspace import WORKSPACE_PLACEMENTS, Workspace, WorkspaceError
 
 log = logging.getLogger("runtime")
 
@@ -20,8 +22,11 @@ ENDED_KEPT = 10_000  # ids of ended Turns remembered after their state is let go
 
 
 class Runtime:
-    def __init__(self, send: Emit, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0):
+    def __init__(self, send: Emit, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
+                 workspace: Optional[Workspace] = None, on_welcome: Optional[Callable[[dict[str, Any]], None]] = None):
         self.send = send
+        self.workspace = workspace  # an Environment's Runtime: its bound directory and tool variables
+        self.on_welcome = on_welcome
         self.drivers = drivers
         self.heartbeat_seconds = heartbeat_seconds
         self.turns: dict[str, TurnHandle] = {}
@@ -41,6 +46,8 @@ class Runtime:
         message = whole
         kind = message.get("type")
         if kind == "runtime.welcome":
+            if self.on_welcome is not None:
+                self.on_welcome(message)  # an enrolled machine keeps its Environment's credential
             self.welcomed.set()
             log.info("connected; serving %s", ", ".join(f"{h} ({d.engine})" for h, d in self.drivers.items()))
         elif kind == "turn.start":
@@ -119,6 +126,11 @@ class Runtime:
             channel = TurnChannel(message, self.send, self.heartbeat_seconds)
             self.channels[message["turn_id"]] = channel
             driver = self.drivers.get(message.get("harness", ""))
+            try:
+                message = self._place(message)
+            except WorkspaceError as exc:
+                channel.finish("turn.failed", error={"message": str(exc)[:500]})
+                return
             if driver is None:
                 channel.finish("turn.failed", error={"message": f"This Runtime does not serve '{message.get('harness')}'."})
                 return
@@ -137,6 +149,17 @@ class Runtime:
                 for queued in pending.queued:
                     handle.deliver(queued)
             self.turns[message["turn_id"]] = handle
+
+    def _place(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Placement is a security boundary here too: a shared Runtime runs `environment: none` only;
+        an Environment's Runtime runs its Sessions in its bound workspace."""
+        placement = (message.get("environment") or {}).get("type")
+        if self.workspace is not None:
+            return self.workspace.bind(message)
+        if placement in WORKSPACE_PLACEMENTS:
+            raise WorkspaceError("This Runtime serves environment none only; a workspace Session runs in its own "
+                                 "Environment.")
+        return message
 
     def close(self) -> None:
         for driver in self.drivers.values():

@@ -6,7 +6,8 @@ saved reference resolution, Harness declaration check -> 400 before anything is 
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_core import agents, sessions
+from agents_contract.errors import InvalidRequest
+from agents_core import agents, environments, sessions
 from agents_core.http import body, entrypoint, json_response, new_app, tenant
 from agents_core.observability import logger, metrics
 from agents_core.store import default_store
@@ -23,6 +24,22 @@ def create_stream_ticket(session_id: str):
     from agents_core import live  # this route's alone (with the Runtime protocol it imports): not every cold start's
 
     return json_response(200, live.create_ticket(default_store(), tenant(app), session_id))
+
+
+@app.post("/v1/agents/environments")
+def create_environment():
+    """Hosted Environments are created with their Sessions for now; creating one apart is not built yet."""
+    raise InvalidRequest("Creating an Environment (environments.create) is not supported by this deployment yet; a "
+                         "Session with an openai_hosted or self_hosted environment creates its own.", param=None,
+                         code="unsupported_resource")
+
+
+@app.post("/v1/agents/environments/<environment_id>/enrollments")
+def create_enrollment(environment_id: str):
+    """Extension: an enrollment connects a machine as this self_hosted Environment's Runtime."""
+    raw = app.current_event.raw_event.get("body")
+    return json_response(201, environments.enroll(default_store(), tenant(app), environment_id,
+                                                  body(app) if raw else None))
 
 
 @app.post("/v1/agents/sessions/<session_id>")

@@ -3,7 +3,7 @@ The SSE stream (`GET .../events`) is the streaming function's (functions/session
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_core import agents, sessions
+from agents_core import agents, environments, sessions
 from agents_core.http import entrypoint, json_response, new_app, query, tenant
 from agents_core.observability import logger, metrics
 from agents_core.pagination import list_params
@@ -43,6 +43,17 @@ def list_turn_items(session_id: str, turn_id: str):
 @app.get("/v1/agents/sessions/<session_id>/items")
 def list_items(session_id: str):
     return json_response(200, sessions.list_items(default_store(), tenant(app), session_id, list_params(query(app))))
+
+
+@app.get("/v1/agents/environments")
+def list_environments():
+    q = query(app)
+    return json_response(200, environments.list_page(default_store(), tenant(app), list_params(q), q))
+
+
+@app.get("/v1/agents/environments/<environment_id>")
+def retrieve_environment(environment_id: str):
+    return json_response(200, environments.retrieve(default_store(), tenant(app), environment_id))
 
 
 @app.get("/v1/agents")

@@ -43,12 +43,14 @@ def handler(event, context):
         if conn is None or conn.get("role") != "runtime":
             raise AgentsError("This connection is not a Runtime connection.", param="action")
         if action == "runtime.hello":
-            served = runtimes.hello(store, connection_id, message)
-            _reply(connection_id, {"type": "runtime.welcome", "harnesses": served})
-            for harness in served:
-                for turn in runtimes.queued_turns(store, harness):
+            welcome, conn = runtimes.greet(store, connection_id, message)
+            _reply(connection_id, welcome)
+            for queue in runtimes.queued_pools(conn, welcome["harnesses"]):
+                for turn in runtimes.queued_turns(store, queue):
                     runtimes.dispatch(store, default_workflow(), turn["tenant"], turn["session_id"], turn["id"],
                                       only=connection_id)
+        elif conn.get("runtime_kind") == "enrolling":
+            raise AgentsError("Say runtime.hello first: it spends the enrollment.", param="action")
         else:
             runtimes.observe(store, default_workflow(), connection_id, message, default_messenger())
     except AgentsError as error:

@@ -1,7 +1,8 @@
-"""WebSocket `$connect`: a Runtime (Runtime token), or a client (API key, or `?ticket=` for
+"""WebSocket `$connect`: a Runtime (a shared Runtime token, an Environment enrollment or the durable
+credential it was exchanged for), or a client (API key, or `?ticket=` for
 browsers). Rejected -> 401."""
 
-from agents_core import live, runtimes
+from agents_core import environments, live, runtimes
 from agents_core.observability import logger
 from agents_core.store import default_store
 
@@ -30,8 +31,23 @@ def handler(event, context):
         return {"statusCode": 401, "body": "Unauthorized"}
     if token.startswith("rt-"):
         runtime = runtimes.runtime_for_token(store, token)
-        if runtime is not None:
-            runtimes.register_connection(store, connection_id, "runtime", runtime_id=runtime["runtime_id"])
+        if runtime is not None:  # an operator's shared Runtime: environment none only
+            runtimes.register_connection(store, connection_id, "runtime", runtime_id=runtime["runtime_id"],
+                                         runtime_kind="shared")
+            return {"statusCode": 200}
+    elif token.startswith(environments.ENROLLMENT_PREFIX):
+        enrollment = environments.enrollment_for_token(store, token)
+        if enrollment is not None:  # spent at runtime.hello, which answers with the durable credential
+            runtimes.register_connection(store, connection_id, "runtime", runtime_kind="enrolling",
+                                         tenant=enrollment["tenant"], environment_id=enrollment["environment_id"],
+                                         enrollment_hash=enrollment["PK"].removeprefix("ENROLL#"))
+            return {"statusCode": 200}
+    elif token.startswith(environments.CREDENTIAL_PREFIX):
+        credential = environments.credential_for_token(store, token)
+        if credential is not None:  # an enrolled machine reconnecting: exactly its Environment
+            runtimes.register_connection(store, connection_id, "runtime", runtime_id=credential["runtime_id"],
+                                         runtime_kind="enrolled", tenant=credential["tenant"],
+                                         environment_id=credential["environment_id"])
             return {"statusCode": 200}
     elif token:
         tenant = store.tenant_for_api_key(token)

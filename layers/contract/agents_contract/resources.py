@@ -38,7 +38,7 @@ def _session_tool(tool: dict[str, Any]) -> Optional[dict[str, Any]]:
     return tool
 
 
-def environment_resource(environment: dict[str, Any], environment_id: str) -> dict[str, Any]:
+def environment_resource(environment: dict[str, Any], environment_id: str, remote_url: str = "") -> dict[str, Any]:
     kind = environment["type"]
     if kind == "none":
         return {"type": "none"}
@@ -48,8 +48,8 @@ def environment_resource(environment: dict[str, Any], environment_id: str) -> di
             "type": "self_hosted",
             "workspace_directory": environment["workspace_directory"],
             "capability_directories": environment["capability_directories"],
-            # Environment resources (enrollment, remote URL) are not implemented yet.
-            "remote_url": "",
+            # What a machine connects to for this Environment (with an enrollment): the WebSocket API.
+            "remote_url": remote_url,
         }
     return {
         "id": environment_id,
@@ -92,7 +92,8 @@ def session_resource(session: dict[str, Any], snapshot: Snapshot) -> dict[str, A
         "agent": session_agent(snapshot),
         "created_at": session["created_at"],
         "last_active_at": session["last_active_at"],
-        "environment": environment_resource(snapshot.environment, "env_" + session["id"].removeprefix("sess_")),
+        "environment": environment_resource(snapshot.environment, "env_" + session["id"].removeprefix("sess_"),
+                                            session.get("remote_url") or ""),
         # A failed Session is one whose latest Turn failed: it says so (a new Turn clears it).
         "error": FAILED_TURN_ERROR["message"] if session["status"] == "failed" else None,
         "metadata": session.get("metadata") or {},
@@ -117,7 +118,8 @@ def turn_resource(turn: dict[str, Any]) -> dict[str, Any]:
         "started_at": turn.get("started_at"),
         "completed_at": turn.get("completed_at"),
         "status": status,
-        "error": FAILED_TURN_ERROR if status == "failed" else None,
+        # A Turn that could not run in its Environment says why (`sandbox_error`); others the generic error.
+        "error": (turn.get("error") or FAILED_TURN_ERROR) if status == "failed" else None,
         "subagent_id": turn.get("subagent_id"),
         "usage": None,
         # This project's extension: the engine that ran the Turn (set when a Runtime claims it) and,

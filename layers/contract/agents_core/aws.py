@@ -99,6 +99,21 @@ class Workflow:
                 raise
             # Starting is idempotent: the execution for this Turn exists already.
 
+    def await_environment(self, tenant: str, session_id: str, turn_id: str) -> None:
+        """The ConnectionWait workflow: a workspace Turn no connection claimed fails after
+        `environment_wait_seconds` unless a connection claims it first (idempotent: one per Turn)."""
+        settings = get_settings()
+        if not settings.connection_wait_state_machine_arn:
+            return
+        payload = {"tenant": tenant, "session_id": session_id, "turn_id": turn_id,
+                   "wait_seconds": settings.environment_wait_seconds}
+        try:
+            self.client.start_execution(stateMachineArn=settings.connection_wait_state_machine_arn,
+                                        name=f"wait-{turn_id}", input=json.dumps(payload))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
+                raise
+
     def _token_call(self, method: str, **kwargs: Any) -> bool:
         try:
             getattr(self.client, method)(**kwargs)

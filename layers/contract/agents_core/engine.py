@@ -21,6 +21,7 @@ from agents_contract import jsonutil, resources
 from agents_contract.errors import InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
+from . import placement
 from .ids import new_id, now
 from .settings import get_settings
 from .store import (
@@ -111,7 +112,7 @@ class TurnState:
 
     def set(self, **values: Any) -> None:
         for name, value in values.items():
-            if name in ("status", "started_at", "completed_at", "x_agents_core"):
+            if name in ("status", "started_at", "completed_at", "x_agents_core", "error"):
                 self.doc[name] = value
                 self.changed.add("doc")
             else:
@@ -205,6 +206,7 @@ class Draft:
             "review": self.item.get("review"),
             "prompt_cache_options": jsonutil.loads(self.item["prompt_cache_options"])
             if self.item.get("prompt_cache_options") else None,
+            "remote_url": get_settings().websocket_url or "",
         }
         return resources.session_resource(state, self.snapshot)
 
@@ -488,7 +490,9 @@ def start_turn(draft: Draft, messages: list[list[dict[str, Any]]]) -> TurnState:
                           "created_at": ts, "status": "queued"})
     draft.add_turn(turn, {**turn_key(draft.tenant, draft.session_id, turn_id), "kind": "turn", "id": turn_id,
                           "tenant": draft.tenant, "session_id": draft.session_id, "harness": snapshot.harness,
-                          "GSI1PK": f"QUEUE#{snapshot.harness}", "GSI1SK": turn_id})
+                          "GSI1PK": placement.queue(snapshot.environment["type"], snapshot.harness,
+                                                            placement.environment_id(draft.session_id)),
+                          "GSI1SK": turn_id})
     draft.emit_turn("agent.session.turn.created", turn)
     turn.set(input_from=draft.item_seq + 1)
     for content in messages:
@@ -560,6 +564,8 @@ def settle(draft: Draft, turn: TurnState, status: str) -> None:
     if turn.status in TERMINAL:
         return
     drop_actions(draft, turn.id)
+    # input waiting for an Environment connection ends with its Turn
+    draft.required_actions = [a for a in draft.required_actions if a.get("type") != "environment_connection"]
     turn.set(status=status, completed_at=now(), task_token=None, closing=status)
     draft.emit_turn(f"agent.session.turn.{status}", turn)
     draft.active_turn = None

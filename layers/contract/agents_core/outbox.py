@@ -46,6 +46,8 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
             runtimes.dispatch(store, workflow, tenant, session_id, command["turn_id"])
         elif kind == "start_execution":
             workflow.start(tenant, session_id, command["turn_id"])
+        elif kind == "await_environment":
+            workflow.await_environment(tenant, session_id, command["turn_id"])
         elif kind == "deliver":
             runtimes.post_safely(messenger, store, command["connection_id"], command["message"])
         else:

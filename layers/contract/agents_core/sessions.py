@@ -15,7 +15,7 @@ from agents_contract import admission, jsonutil, parser, resources
 from agents_contract.errors import Conflict, InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
-from . import engine
+from . import engine, environments
 from .ids import new_id, now
 from .pagination import ListParams, page
 from .settings import get_settings
@@ -47,6 +47,7 @@ def session_state(item: dict[str, Any]) -> dict[str, Any]:
         "review": item.get("review"),
         "prompt_cache_options": jsonutil.loads(item["prompt_cache_options"]) if item.get("prompt_cache_options")
         else None,
+        "remote_url": environments.remote_url(),
     }
 
 
@@ -103,11 +104,14 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
         # in_progress with initial input), though it comes first among the commit's events.
         draft.events[0]["session"] = draft.session_resource()
     item.update(status=draft.status, active_turn=jsonutil.dumps(draft.active_turn), item_seq=draft.item_seq,
-                out_seq=1)
+                out_seq=1, required_actions=jsonutil.dumps(draft.required_actions))
     tx = store.new_transaction()
     if saved is not None:
         tx.check(agent_key(tenant, agent_id), "attribute_exists(PK)")
     tx.put(item, "attribute_not_exists(PK)")
+    environment = environments.new_item(tenant, session_id, snapshot.environment, ts)
+    if environment is not None:  # a workspace Session's own Environment, created with it
+        tx.put(environment, "attribute_not_exists(PK)")
     draft.flush()
     tx.entries += draft.tx.entries
     # nobody can have subscribed to a Session that does not exist yet: no subscriber query for it
@@ -186,6 +190,7 @@ def delete(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
     else:
         raise Unavailable()
     store.delete_partition(session_pk(tenant, session_id))
+    environments.delete_for_session(store, tenant, session_id)
     return {"id": session_id, "object": "agent.session.deleted", "deleted": True}
 
 

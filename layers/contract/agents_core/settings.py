@@ -30,6 +30,11 @@ class Settings:
     # The public WebSocket URL (wss://...) handed out with stream tickets.
     websocket_url: Optional[str] = None
     powertools_metrics_disabled: bool = False
+    # Environments: an enrollment token lives this long; input on an Environment that no connection
+    # serves waits this long, then its Turn fails (the ConnectionWait workflow).
+    enrollment_ttl_seconds: int = 600
+    environment_wait_seconds: int = 300
+    connection_wait_state_machine_arn: Optional[str] = None
     heartbeat_seconds: int = 30
     turn_timeout_seconds: int = 3600
     # SSE (functions/session_stream): a stream ends cleanly after stream_max_seconds (API Gateway ends a

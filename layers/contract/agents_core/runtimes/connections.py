@@ -12,6 +12,7 @@ from agents_contract import capabilities
 from agents_contract.errors import InvalidRequest
 from agents_contract.harnessconfig import HARNESS_NAMES
 
+from .. import environments, placement
 from ..aws import ConnectionGone, Messenger
 from ..ids import new_id, now
 from ..store import DynamoStore
@@ -55,7 +56,7 @@ def connection(store: DynamoStore, connection_id: str) -> Optional[dict[str, Any
     if cached is not None:
         return cached
     item = store.get(conn_key(connection_id))
-    if item is not None:
+    if item is not None and item.get("runtime_kind") != "enrolling":  # enrolling becomes enrolled at hello
         if len(_ROLES) > 10_000:
             _ROLES.clear()
         _ROLES[connection_id] = item
@@ -67,12 +68,12 @@ def forget_connection(store: DynamoStore, connection_id: str) -> None:
     store.delete_partition(f"CONN#{connection_id}")
 
 
-def hello(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> list[str]:
-    """Record one complete declaration per Harness; returns the Harnesses now served."""
+def _declarations(message: dict[str, Any]) -> list[tuple[str, frozenset[str], str]]:
+    """A `runtime.hello`'s declarations, every one checked before anything is written."""
     harnesses = message.get("harnesses")
     if not isinstance(harnesses, list) or not harnesses:
         raise InvalidRequest("runtime.hello needs a nonempty 'harnesses' list.", param="harnesses")
-    served = []
+    out = []
     for i, entry in enumerate(harnesses):
         where = f"harnesses[{i}]"
         if not isinstance(entry, dict) or set(entry) - {"harness", "capabilities", "engine"}:
@@ -85,17 +86,68 @@ def hello(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> li
         if not isinstance(engine_name, str) or not ENGINE_NAME.fullmatch(engine_name):
             raise InvalidRequest(f"Invalid value for '{where}.engine': expected a name and version such as "
                                  "'codex 0.163.0'.", param=f"{where}.engine")
+        out.append((harness, advertised, engine_name))
+    return out
+
+
+def hello(store: DynamoStore, connection_id: str, message: dict[str, Any],
+          conn: Optional[dict[str, Any]] = None) -> list[str]:
+    """Record one complete declaration per Harness, in the pool of the connection's kind; returns the
+    Harnesses now served."""
+    declared = _declarations(message)
+    conn = conn or connection(store, connection_id) or {}
+    kind = conn.get("runtime_kind") or "shared"
+    env_id = conn.get("environment_id")
+    served = []
+    for harness, advertised, engine_name in declared:
         store.put({**conn_key(connection_id, f"H#{harness}"), "kind": "runtime_harness", "harness": harness,
                    "engine": engine_name, "connection_id": connection_id, "capabilities": sorted(advertised),
-                   "GSI1PK": f"RUNTIME#{harness}", "GSI1SK": f"{now():012d}#{connection_id}", "ttl": now() + 2 * 3600})
+                   "runtime_kind": kind, "environment_id": env_id,
+                   "GSI1PK": placement.runtime_pool(kind, harness, env_id),
+                   "GSI1SK": f"{now():012d}#{connection_id}", "ttl": now() + 2 * 3600})
         served.append(harness)
     return served
 
 
-def eligible_runtimes(store: DynamoStore, harness: str, required: frozenset[str]) -> list[dict[str, Any]]:
-    """The connected Runtimes serving `harness` whose capabilities cover `required` (newest first)."""
-    page = store.query(pk=f"RUNTIME#{harness}", index="GSI1", limit=100, ascending=False)
-    return [i for i in page.items if capabilities.covers(frozenset(i["capabilities"]), required)]
+def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`runtime.hello` -> `runtime.welcome`. A machine that connected with an enrollment spends it now
+    (once; a malformed hello spends nothing) and receives its Environment's durable credential in the
+    welcome, the only place it is ever shown; its connection is `enrolled` from then on."""
+    conn = connection(store, connection_id)
+    if conn is None or conn.get("role") != "runtime":
+        raise InvalidRequest("This connection is not a Runtime connection.", param="action")
+    _declarations(message)
+    welcome: dict[str, Any] = {"type": "runtime.welcome"}
+    if conn.get("runtime_kind") == "enrolling":
+        credential, env = environments.exchange(store, conn["enrollment_hash"])
+        conn = {k: v for k, v in conn.items() if k != "enrollment_hash"}
+        conn.update(runtime_kind="enrolled", tenant=env["tenant"], environment_id=env["id"])
+        store.put(conn)
+        _ROLES[connection_id] = conn
+        welcome["credential"] = credential
+    welcome["harnesses"] = hello(store, connection_id, message, conn)
+    welcome["kind"] = conn.get("runtime_kind") or "shared"
+    if conn.get("runtime_kind") == "enrolled":
+        welcome["environment_id"] = conn["environment_id"]
+        environments.mark_connected(store, conn["tenant"], conn["environment_id"], connection_id)
+    return welcome, conn
+
+
+def queued_pools(conn: dict[str, Any], harnesses: list[str]) -> list[str]:
+    """The queues a connection's hello looks at: the Turns it may serve that wait for a Runtime."""
+    kind = conn.get("runtime_kind") or "shared"
+    return [placement.runtime_pool(kind, h, conn.get("environment_id")).replace("RUNTIME#", "QUEUE#", 1)
+            for h in harnesses]
+
+
+def eligible_runtimes(store: DynamoStore, harness: str, required: frozenset[str], where: str = "none",
+                      env_id: Optional[str] = None) -> list[dict[str, Any]]:
+    """The connected Runtimes that may serve a Turn of `where` (placement) and `harness`, whose
+    capabilities cover `required` (newest first)."""
+    page = store.query(pk=placement.pool_for(where, harness, env_id), index="GSI1", limit=100, ascending=False)
+    return [i for i in page.items
+            if placement.may_serve(i.get("runtime_kind"), where, runtime_env=i.get("environment_id"), env_id=env_id)
+            and capabilities.covers(frozenset(i["capabilities"]), required)]
 
 
 

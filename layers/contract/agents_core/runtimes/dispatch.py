@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from agents_contract import capabilities, jsonutil
 
-from .. import engine
+from .. import engine, environments, placement
 from ..aws import Messenger, Workflow
 from ..ids import now
 from ..observability import logger
@@ -28,7 +28,7 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
         snapshot = draft.snapshot
         messages = [i["content"] for i in _turn_input(store, tenant, session_id, turn_id, turn)]
         required = capabilities.required_capabilities(snapshot, messages=[{"content": c} for c in messages])
-        candidates = eligible_runtimes(store, snapshot.harness, required)
+        candidates = _candidates(draft, required)
         if only is not None:
             candidates = [c for c in candidates if c["connection_id"] == only]
         if not candidates:
@@ -56,8 +56,34 @@ def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any])
                   "session_id": draft.session_id, "turn_id": turn.id, "ttl": now() + 2 * 3600})
     draft.active_turn = {**(draft.active_turn or {}), "id": turn.id, "status": "in_progress", "claimed_by": chosen}
     draft.emit_turn("agent.session.turn.in_progress", turn)
+    if environments.clear_connection_action(draft) and draft.status == "requires_action" \
+            and not draft.required_actions:
+        draft.status = "in_progress"  # the Environment connected: the waiting input runs
+        draft.emit_session("agent.session.in_progress")
     draft.command({"type": "start_execution", "turn_id": turn.id})
     return chosen
+
+
+def _candidates(draft: engine.Draft, required: frozenset[str]) -> list[dict[str, Any]]:
+    """The Runtimes that may serve this Session's Turns: its placement's kind only (`placement`)."""
+    where = draft.snapshot.environment["type"]
+    env_id = placement.environment_id(draft.session_id) if where in placement.WORKSPACE else None
+    return eligible_runtimes(draft.store, draft.snapshot.harness, required, where, env_id)
+
+
+def wait_for_environment(draft: engine.Draft, turn: engine.TurnState) -> None:
+    """A workspace Turn no connection can claim now waits a bounded time (the ConnectionWait workflow
+    fails it after `environment_wait_seconds`); on an offline self_hosted Environment the Session asks
+    for the connection: "An offline self_hosted Environment with pending input shows
+    {environment_id, type: "environment_connection"}"."""
+    where = draft.snapshot.environment["type"]
+    if where not in placement.WORKSPACE:
+        return
+    env_id = placement.environment_id(draft.session_id)
+    draft.command({"type": "await_environment", "turn_id": turn.id})
+    if where == "self_hosted" and not environments.is_connected(draft.store.get(environments.env_key(
+            draft.tenant, env_id))):
+        environments.ask_for_connection(draft, env_id)
 
 
 def claim_started_turn(draft: engine.Draft) -> Optional[str]:
@@ -71,8 +97,9 @@ def claim_started_turn(draft: engine.Draft) -> Optional[str]:
         return None
     required = capabilities.required_capabilities(
         draft.snapshot, messages=[{"content": i["content"]} for i in draft.items_of(turn.id)])
-    candidates = eligible_runtimes(draft.store, draft.snapshot.harness, required)
+    candidates = _candidates(draft, required)
     if not candidates:
+        wait_for_environment(draft, turn)
         return None
     draft.commands = [c for c in draft.commands if not (c["type"] == "dispatch" and c["turn_id"] == turn.id)]
     return _claim(draft, turn, candidates[0])
@@ -93,8 +120,11 @@ def start_now(draft: engine.Draft) -> None:
         logger.warning("direct start failed; the outbox starts it", extra={"turn_id": turn.id})
 
 
-def queued_turns(store: DynamoStore, harness: str) -> list[dict[str, Any]]:
-    return store.query(pk=f"QUEUE#{harness}", index="GSI1", limit=100, ascending=True).items
+def queued_turns(store: DynamoStore, queue: str) -> list[dict[str, Any]]:
+    """Queued Turns of one queue (`placement.queue`; a plain Harness name is the shared queue)."""
+    if not queue.startswith("QUEUE#"):
+        queue = "QUEUE#" + queue
+    return store.query(pk=queue, index="GSI1", limit=100, ascending=True).items
 
 
 def _turn_input(store: DynamoStore, tenant: str, session_id: str, turn_id: str,

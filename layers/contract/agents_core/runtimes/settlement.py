@@ -6,8 +6,9 @@ from typing import Any, Optional
 
 from agents_contract.errors import NotFound
 
-from .. import engine
+from .. import engine, environments, placement
 from ..aws import Workflow
+from ..settings import get_settings
 from ..store import DynamoStore
 from .connections import conn_key
 
@@ -75,6 +76,38 @@ def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outco
     except NotFound:
         return "missing"  # the Session was deleted: nothing left to settle
     return status
+
+
+def expire_environment_wait(store: DynamoStore, tenant: str, session_id: str, turn_id: str) -> str:
+    """The ConnectionWait workflow's end: input that no connection took within the bound fails with
+    an error that says why, and the Session takes new input again. A claimed Turn is left alone."""
+    seconds = get_settings().environment_wait_seconds
+
+    def work(draft: engine.Draft) -> str:
+        turn = draft.turn(turn_id)
+        if turn is None or turn.status != "queued" or turn.claimed_by:
+            return "claimed" if turn is not None else "missing"
+        env_id = placement.environment_id(session_id)
+        where = draft.snapshot.environment["type"]
+        if where == "self_hosted" and not environments.is_connected(store.get(environments.env_key(tenant, env_id))):
+            message = (f"The Environment {env_id} did not connect within {seconds} seconds. Connect that machine "
+                       f"with an enrollment (POST /v1/agents/environments/{env_id}/enrollments), then send the "
+                       "input again.")
+        elif where == "self_hosted":
+            message = (f"The Environment {env_id} is connected, but its Runtime does not serve this Session's "
+                       f"Harness or capabilities; the input waited {seconds} seconds.")
+        else:
+            message = (f"No hosted-environment Runtime took this Turn within {seconds} seconds; this deployment "
+                       "runs openai_hosted Environments only on Runtimes that isolate each one.")
+        turn.set(error=environments.turn_error(message),
+                 x_agents_core={**(turn.doc.get("x_agents_core") or {}), "error": {"message": message}})
+        engine.settle(draft, turn, "failed")
+        return "failed"
+
+    try:
+        return engine.run(store, tenant, session_id, work, turn_id=turn_id)
+    except NotFound:
+        return "missing"
 
 
 def fail_claimed_turns(store: DynamoStore, workflow: Workflow, connection_id: str) -> int:

@@ -1,0 +1,51 @@
+"""Who may run what, where: placement is a security boundary.
+
+A Runtime connection is one of three kinds, decided once at `$connect` and stored with it:
+- `shared`: an operator's `rt-` token; serves `environment: none` only, for every tenant;
+- `enrolled`: a tenant's machine connected with an Environment enrollment; serves exactly that
+  self_hosted Environment;
+- `hosted`: an operator Runtime that runs each openai_hosted Environment in its own sandbox.
+Core never sends a workspace Turn to a shared Runtime. Dispatch asks `may_serve`, and each kind
+declares its Harnesses in its own GSI pool, so a query for one placement cannot see another's Runtimes.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+KINDS = ("shared", "enrolled", "hosted")
+_SERVES = {"shared": "none", "enrolled": "self_hosted", "hosted": "openai_hosted"}
+WORKSPACE = ("self_hosted", "openai_hosted")
+
+
+def environment_id(session_id: str) -> str:
+    """A workspace Session's own Environment."""
+    return "env_" + session_id.removeprefix("sess_")
+
+
+def may_serve(kind: Optional[str], placement: str, *, runtime_env: Optional[str] = None,
+              env_id: Optional[str] = None) -> bool:
+    """Whether a connection of `kind` may run a Turn of `placement` (an enrolled one: of its own Environment)."""
+    if _SERVES.get(kind or "shared") != placement:
+        return False
+    return placement != "self_hosted" or (runtime_env is not None and runtime_env == env_id)
+
+
+def runtime_pool(kind: str, harness: str, env_id: Optional[str] = None) -> str:
+    """The GSI1 partition a connection of `kind` declares its Harness in."""
+    if kind == "enrolled":
+        return f"RUNTIME#ENV#{env_id}#{harness}"
+    if kind == "hosted":
+        return f"RUNTIME#HOSTED#{harness}"
+    return f"RUNTIME#{harness}"
+
+
+def pool_for(placement: str, harness: str, env_id: Optional[str]) -> str:
+    """The pool that serves a Turn of `placement`."""
+    kind = {v: k for k, v in _SERVES.items()}[placement]
+    return runtime_pool(kind, harness, env_id)
+
+
+def queue(placement: str, harness: str, env_id: Optional[str]) -> str:
+    """The GSI1 partition a queued Turn waits in, read when a Runtime of its pool says hello."""
+    return "QUEUE#" + pool_for(placement, harness, env_id).removeprefix("RUNTIME#")
