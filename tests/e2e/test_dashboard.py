@@ -1,17 +1,26 @@
 """The operator console (dashboard/index.html) in headless Chromium on the local stack (Debian chromium
 driven by Playwright): deep links, answering a pending call through its form, the live Session list,
-recovery after the WebSocket drops, sending and steering, cancelling, official error messages, and a
-fixed 1280x800 layout whose text passes WCAG AA contrast. The page is never given a URL or a key: the
-local stack hands them over (`/local-stack.json`)."""
+recovery after the WebSocket drops, sending and steering, cancelling, official error messages, a
+workspace Session's Environment (its status, the connection action, Connect minting an enrollment whose
+command connects the reference Runtime), and a fixed 1280x800 layout whose text passes WCAG AA
+contrast. The page is never given a URL or a key: the local stack hands them over (`/local-stack.json`)."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shlex
 import shutil
+import subprocess
+import sys
 import time
 
 import pytest
+from openai import OpenAI
+
+from tests.e2e.conftest import ROOT
+from tests.e2e.test_streaming import other_tenant_key
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -48,6 +57,23 @@ def page(browser, local_stack):
     assert not errors, f"the page raised: {errors}"
 
 
+@pytest.fixture
+def tenant_page(browser, local_stack):
+    """The page as another tenant's operator: the local stack hands over that tenant's key. The local
+    stack connects the dev tenant's self_hosted Environments by itself (unless
+    AGENTS_CORE_CONNECT_ENVIRONMENTS=0), never another tenant's: this one's stay offline until connected."""
+    key = other_tenant_key(local_stack, "dashboard-operator")
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.route("**/local-stack.json", lambda route: route.fulfill(
+        status=200, content_type="application/json", body=json.dumps({"base_url": local_stack["base_url"], "api_key": key})))
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    yield page, OpenAI(base_url=local_stack["base_url"], api_key=key, max_retries=0, _strict_response_validation=True)
+    context.close()
+    assert not errors, f"the page raised: {errors}"
+
+
 def wait_for(predicate, timeout=WAIT_MS / 1000):
     end = time.time() + timeout
     while time.time() < end:
@@ -67,9 +93,31 @@ def pending_session(client, script):
 
 
 def idle_session(client):
-    return client.beta.agents.sessions.create(
-        environment={"type": "self_hosted", "workspace_directory": "/work"}, agent={"model": "gpt-5", "tools": [FN]},
+    """A Session whose first Turn said "ready" and ended. On `environment: none`, which the shared Runtime
+    serves, so no Environment needs connecting (a self_hosted Session runs only on its own Environment)."""
+    session = client.beta.agents.sessions.create(
+        environment={"type": "none"}, agent={"model": "gpt-5", "tools": [FN]}, input="say ready",
         extra_body={"x_agents_core": {"harness": "scripted"}})
+    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status == "idle")
+    return session
+
+
+def workspace_session(client):
+    return client.beta.agents.sessions.create(
+        environment={"type": "self_hosted", "workspace_directory": "/workspace"}, agent={"model": "gpt-5"},
+        extra_body={"x_agents_core": {"harness": "scripted"}})
+
+
+def message(text):
+    return {"type": "agent.session.input.message", "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": text}]}]}
+
+
+def enrollment_token(command: str) -> str:
+    """The token of the enrollment command the dashboard shows (it travels in the environment)."""
+    name, _, token = shlex.split(command)[0].partition("=")
+    assert name == "AGENTS_CORE_ENROLLMENT_TOKEN"
+    return token
 
 
 def answer(client, session_id, action, output):
@@ -222,21 +270,21 @@ def test_the_composer_starts_and_steers_turns_and_cancel_ends_one(client, page, 
     page.fill("#message", "wait 20")
     page.click("#send")
     expect(page.locator("#send")).to_have_text("Steer")
-    expect(page.locator(".turn").first).to_have_attribute("data-status", "in_progress")  # the Runtime runs it
+    expect(page.locator(".turn").nth(1)).to_have_attribute("data-status", "in_progress")  # the Runtime runs it
     page.fill("#message", "say steered in")
     page.click("#send")
-    first = page.locator(".turn").first
-    expect(first.locator(".item[data-type=message][data-role=user]")).to_have_count(2)
-    expect(first.locator(".item[data-type=message][data-role=assistant] .text")).to_have_text("steered in")
-    expect(first).to_have_attribute("data-status", "completed")
-    assert len(client.beta.agents.sessions.turns.list(session.id).data) == 1  # steering joined the running Turn
+    steered = page.locator(".turn").nth(1)
+    expect(steered.locator(".item[data-type=message][data-role=user]")).to_have_count(2)
+    expect(steered.locator(".item[data-type=message][data-role=assistant] .text")).to_have_text("steered in")
+    expect(steered).to_have_attribute("data-status", "completed")
+    assert len(client.beta.agents.sessions.turns.list(session.id).data) == 2  # steering joined the running Turn
 
     # Cancel ends a Turn that waits for a result
     page.fill("#message", 'call get_weather {"city": "Oslo"}\nsay never')
     page.keyboard.press("Control+Enter")
     expect(page.locator(".action-form .fname")).to_have_text("get_weather")
     page.click("#cancel")
-    expect(page.locator(".turn").nth(1)).to_have_attribute("data-status", "cancelled")
+    expect(page.locator(".turn").nth(2)).to_have_attribute("data-status", "cancelled")
     expect(page.locator(".action-form")).to_have_count(0)
     expect(page.locator("#sstatus")).to_have_text("idle")
     assert page.locator(".item[data-phase=final_answer] .text", has_text="never").count() == 0
@@ -305,7 +353,7 @@ def test_the_layout_is_fixed_at_1280x800_and_its_text_passes_wcag_aa_contrast(cl
 
     session = idle_session(client)
     open_session(page, local_stack, session.id)
-    expect(page.locator("#transcript")).to_contain_text("no Turns yet")
+    expect(page.locator(".item[data-phase=final_answer] .text")).to_have_text("ready")
     before = page.evaluate(BOXES)
 
     # When the transcript grows well past the screen and a call is pending
@@ -314,7 +362,7 @@ def test_the_layout_is_fixed_at_1280x800_and_its_text_passes_wcag_aa_contrast(cl
         "type": "agent.session.input.message", "input": [{"role": "user", "content": [
             {"type": "input_text", "text": script}]}]}])
     expect(page.locator(".action-form")).to_have_count(1)
-    expect(page.locator(".item[data-type=message][data-role=assistant]")).to_have_count(24)
+    expect(page.locator(".item[data-type=message][data-role=assistant]")).to_have_count(25)
 
     # Then nothing outside the panes moved, only the panes scroll, and the page itself does not
     assert page.evaluate(BOXES) == before
@@ -329,3 +377,98 @@ def test_the_layout_is_fixed_at_1280x800_and_its_text_passes_wcag_aa_contrast(cl
     page.click("#show-config")
     expect(page.locator("#config")).to_contain_text("get_weather")
     expect(page.locator("#config")).to_contain_text("scripted")
+
+
+@needs_chromium
+def test_a_workspace_session_shows_its_environment_and_connect_shows_the_command_that_enrolls_a_machine(
+        client, page, local_stack):
+    from playwright.sync_api import expect
+
+    session = workspace_session(client)
+    env_id, remote_url = session.environment.id, session.environment.remote_url
+    assert env_id.startswith("env_") and remote_url
+    open_session(page, local_stack, session.id)
+
+    # The Environment is shown with its status as environments.retrieve answers it (pending, or connected
+    # when the local stack connects the dev tenant's Environments by itself)
+    expect(page.locator("#env-id")).to_have_text(env_id)
+    expect(page.locator("#env-type")).to_have_text("self_hosted")
+    wait_for(lambda: page.locator("#env-status").inner_text() == client.beta.agents.environments.retrieve(env_id).status)
+
+    # When the operator presses Connect
+    page.click("#env-connect")
+
+    # Then a single-use enrollment's command is shown: the token in an environment variable, the remote URL
+    dialog = page.locator("#enroll")
+    expect(dialog).to_be_visible()
+    command = page.locator("#enroll-command")
+    expect(command).to_contain_text("AGENTS_CORE_ENROLLMENT_TOKEN=")
+    expect(command).to_contain_text(remote_url)
+    expect(page.locator("#enroll-expiry")).to_contain_text("expires at")
+    text = command.inner_text()
+    token = enrollment_token(text)
+    assert token.startswith("enr-") and f"--url {remote_url}" in text
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click("#enroll-copy")
+    expect(page.locator("#enroll-copied")).to_have_text("Copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == text
+
+    # The page keeps no copy: not in storage, the URL or the live event log, and closing forgets it
+    kept = page.evaluate("JSON.stringify([Object.entries(sessionStorage), Object.entries(localStorage), location.href])")
+    assert token not in kept and token not in page.locator("#events-list").inner_text()
+    page.click("#enroll-close")
+    expect(dialog).to_be_hidden()
+    assert token not in page.content()
+
+
+@needs_chromium
+def test_input_on_an_offline_environment_shows_the_connection_action_until_the_enrolled_machine_runs_it(
+        tenant_page, local_stack, tmp_path):
+    from playwright.sync_api import expect
+
+    page, client = tenant_page
+    session = workspace_session(client)
+    env_id = session.environment.id
+    open_session(page, local_stack, session.id)
+    expect(page.locator("#env-status")).to_have_text("pending")
+    expect(page.locator("#conn")).to_have_attribute("data-state", "live")
+    before = page.evaluate(BOXES)
+
+    # When input arrives while no machine is connected
+    client.beta.agents.sessions.events.create(session.id, events=[message("say ran on the enrolled machine")])
+
+    # Then the Session requires the Environment's connection, and says so
+    card = page.locator(f".env-action[data-environment-id='{env_id}']")
+    expect(card).to_contain_text("Environment connection needed")
+    expect(page.locator("#sstatus")).to_have_text("requires_action")
+    expect(page.locator(f"#sessions li[data-id='{session.id}']")).to_contain_text("needs its Environment")
+    assert [a.type for a in client.beta.agents.sessions.retrieve(session.id).required_actions] == ["environment_connection"]
+    assert page.evaluate(BOXES) == before  # the Environment's line is part of the fixed layout
+    result = page.evaluate(CONTRAST)
+    assert result["checked"] > 20 and not result["failures"], result
+
+    # When the operator connects it from the action and a machine runs the command shown
+    card.locator("button", has_text="Connect").click()
+    expect(page.locator("#enroll-command")).to_contain_text("AGENTS_CORE_ENROLLMENT_TOKEN=")
+    token = enrollment_token(page.locator("#enroll-command").inner_text())
+    machine = subprocess.Popen(  # noqa: S603 - the reference Runtime, bound to a workspace of its own
+        [sys.executable, "-m", "runtime", "--url", session.environment.remote_url, "--workspace", str(tmp_path / "ws"),
+         "--state-dir", str(tmp_path / "state"), "--harness", "scripted", "--heartbeat", "0.5"],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}", "AGENTS_CORE_ENROLLMENT_TOKEN": token})
+    try:
+        # Then the page follows the connection events: connected, the action gone, the input run there
+        expect(page.locator("#enroll-live")).to_have_text(f"{env_id} is connected.")
+        page.click("#enroll-close")
+        expect(page.locator("#env-status")).to_have_text("connected")
+        expect(card).to_have_count(0)
+        expect(page.locator(".item[data-phase=final_answer] .text")).to_have_text("ran on the enrolled machine")
+        expect(page.locator("#sstatus")).to_have_text("idle")
+    finally:
+        machine.terminate()
+        machine.wait(timeout=10)
+
+    # And when the machine goes away, the Environment shows disconnected
+    expect(page.locator("#env-status")).to_have_text("disconnected")
+    expect(page.locator("#events-list")).to_contain_text("agent.session.environment.disconnected")
+    assert client.beta.agents.environments.retrieve(env_id).status == "disconnected"
