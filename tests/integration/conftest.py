@@ -26,12 +26,17 @@ from agents_core.apikeys import create_key  # noqa: E402
 from local import apigw, motofix, template  # noqa: E402
 
 TABLE = os.environ["TABLE_NAME"]
+# moto replaces boto3's default session at every start, so every test's boto3 clients would load and parse
+# botocore's service models again (~0.2 s a client). One default session per test process, as a Lambda
+# execution environment keeps one; moto's stubber still serves every client created while it is active.
+KEEP_BOTO3_SESSION = {"core": {"mock_credentials": True, "passthrough": {"urls": [], "services": []},
+                               "reset_boto3_session": False, "service_whitelist": None}}
 
 
 @pytest.fixture
 def aws():
     motofix.install()
-    with mock_aws():
+    with mock_aws(config=KEEP_BOTO3_SESSION):
         settings_module.get_settings.cache_clear()
         store_module.default_store.cache_clear()
         client = boto3.client("dynamodb", region_name="us-east-1")

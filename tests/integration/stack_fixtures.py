@@ -8,7 +8,7 @@ from agents_core.apikeys import create_key
 from agents_core.runtimes import create_runtime_token
 from local.inprocess import InProcessStack
 from local.lambdas import MOTO_CONFIG
-from tests.integration.conftest import sdk
+from tests.integration.conftest import KEEP_BOTO3_SESSION, sdk
 
 # The Turn workflow's heartbeat bound in these tests: a Turn whose Runtime is silent this long fails.
 # Short, so loss is detected quickly; long enough that a Runtime starved by a busy 2-core CI machine
@@ -19,7 +19,7 @@ HEARTBEAT_SECONDS = 3
 @pytest.fixture
 def stack(monkeypatch):
     monkeypatch.setenv("HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
-    with mock_aws(config=MOTO_CONFIG):
+    with mock_aws(config={**MOTO_CONFIG, **KEEP_BOTO3_SESSION}):
         s = InProcessStack("agents-core-inprocess").start()
         yield s
         s.stop()

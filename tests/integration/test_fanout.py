@@ -23,13 +23,16 @@ def got(sub):
 
 
 def test_every_subscriber_of_several_claim_transactions_gets_the_commit_once(stack):
+    """120 subscribers: a full transaction of 100 claims and one of 20 (`make bench` fans one event out to
+    1,000 subscribers: bench/bench_turns.py)."""
     from agents_core.apikeys import create_key
 
     key = create_key(stack.store, "tenant-a")
     session = idle_session(sdk(stack.http, key))
-    subs = subscribers(stack, key, session.id, 230)  # three claim transactions
+    subs = subscribers(stack, key, session.id, live.CLAIM_CHUNK + 20)
+    assert live.CLAIM_CHUNK == 100  # DynamoDB's limit of writes in one transaction
     store, messenger = stack.store, default_messenger()
-    assert live.fanout(store, messenger, "tenant-a", session.id, 1_000, [EVENT]) == 230
+    assert live.fanout(store, messenger, "tenant-a", session.id, 1_000, [EVENT]) == 120
     assert live.fanout(store, messenger, "tenant-a", session.id, 1_000, [EVENT]) == 0  # a redelivered batch
     assert all(len(got(sub)) == 1 for sub in subs)
 

@@ -7,13 +7,14 @@ import pytest
 from moto import mock_aws
 
 from local import streams, template
+from tests.integration.conftest import KEEP_BOTO3_SESSION
 
 TABLE = "agents-core-poller"
 
 
 @pytest.fixture
 def table():
-    with mock_aws():
+    with mock_aws(config=KEEP_BOTO3_SESSION):
         client = boto3.client("dynamodb", region_name="us-east-1")
         template.create_table(client, TABLE)
         yield client, boto3.client("dynamodbstreams", region_name="us-east-1")
