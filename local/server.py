@@ -80,6 +80,9 @@ class Config:
     heartbeat_seconds: int = field(default_factory=lambda: int(os.environ.get("AGENTS_CORE_HEARTBEAT_SECONDS", "10")))
     stack_file: pathlib.Path = field(default_factory=lambda: stack_file())
     start_runtime: bool = field(default_factory=lambda: os.environ.get("AGENTS_CORE_START_RUNTIME", "1") != "0")
+    # the dev tenant's self_hosted Environments served on this machine, each through its own enrollment
+    connect_environments: bool = field(default_factory=lambda: os.environ.get(
+        "AGENTS_CORE_CONNECT_ENVIRONMENTS", "1") != "0")
     native_harnesses: list[str] = field(default_factory=lambda: native_harnesses(
         os.environ.get("AGENTS_CORE_NATIVE_HARNESSES", "")))
     table: str = "agents-core-local"
@@ -101,6 +104,40 @@ def _environment(config: Config) -> None:
     for path in (str(ROOT / "layers" / "contract"), str(ROOT)):
         if path not in sys.path:
             sys.path.insert(0, path)
+
+
+def _connect_before_answering(send: Any, connector: Any) -> Any:
+    """The laptop is the dev tenant's workspace: a Session create that answers 201 with a JSON body (not a
+    stream) and a self_hosted Environment has that Environment connected (through its own enrollment,
+    local/environments.py) before the answer goes out, so input can follow at once, as the README shows."""
+    from starlette.concurrency import run_in_threadpool
+
+    held: list[dict[str, Any]] = []
+
+    async def wrapped(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in message.get("headers", [])}
+            if message.get("status") == 201 and headers.get("content-type", "").startswith("application/json"):
+                held.append(message)
+                return
+        elif held:
+            held.append(message)
+            if message.get("more_body"):
+                return
+            body = b"".join(m.get("body", b"") for m in held[1:])
+            try:
+                environment = json.loads(body).get("environment") or {}
+            except ValueError:
+                environment = {}
+            if environment.get("type") == "self_hosted" and environment.get("id"):
+                await run_in_threadpool(connector.ensure, environment["id"])
+            for queued in held:
+                await send(queued)
+            held.clear()
+            return
+        await send(message)
+
+    return wrapped
 
 
 class _MotoServer:
@@ -210,6 +247,7 @@ class LocalStack:
         }
         if config.start_runtime:
             self._start_runtimes(info)
+        self._connect_environments(info)
         config.stack_file.parent.mkdir(parents=True, exist_ok=True)
         config.stack_file.touch(mode=0o600)
         config.stack_file.chmod(0o600)  # it holds the dev API key and the Runtime token
@@ -217,6 +255,24 @@ class LocalStack:
         info["startup_seconds"] = round(time.perf_counter() - self.started_at, 2)
         self.info = info
         return info
+
+    def _connect_environments(self, info: dict[str, Any]) -> None:
+        """The dev tenant's self_hosted Environments, served on this machine (local/environments.py)."""
+        config = self.config
+        info["connect_environments"] = config.connect_environments
+        if not config.connect_environments:
+            return
+        from .environments import EnvironmentConnector
+
+        args = ["--heartbeat", str(max(1.0, config.heartbeat_seconds / 3))]
+        for harness in RUNTIME_HARNESSES:
+            args += ["--harness", harness]
+        if config.native_harnesses:
+            args += ["--native", ",".join(config.native_harnesses), "--model-provider", "scripted",
+                     "--provider-log", str(config.stack_file.parent / "provider.jsonl")]
+        self.environment_connector = EnvironmentConnector(
+            self.http, self.api_key, config.tenant, info["websocket_url"], ROOT,
+            config.stack_file.parent / "environments", args).start()
 
     def _start_runtimes(self, info: dict[str, Any]) -> None:
         """The reference Runtime (scripted; impersonates the native names it serves) and, with
@@ -312,6 +368,9 @@ class LocalStack:
                 assert answer is not None
                 await Response(answer.body, status_code=answer.status, headers=answer.headers)(scope, receive, send)
                 return
+            connector = getattr(self, "environment_connector", None)
+            if connector is not None and scope["method"] == "POST" and scope["path"] == "/v1/agents/sessions":
+                send = _connect_before_answering(send, connector)
             await handlers[admitted.route.function](apigw.asgi_scope(admitted.event), receive, send)
 
         return app
@@ -374,6 +433,8 @@ class LocalStack:
 
     # -- stop ------------------------------------------------------------------------------------------
     def stop(self) -> None:
+        if getattr(self, "environment_connector", None) is not None:
+            self.environment_connector.stop()
         for process in (self.runtime_process, self.native_runtime_process):
             if process and process.poll() is None:
                 process.terminate()

@@ -78,6 +78,16 @@ def client(local_stack, runtime_process) -> OpenAI:
                   _strict_response_validation=True)
 
 
+def connected(client, session, timeout: float = 30):
+    """The local stack serves the dev tenant's self_hosted Environments on this machine, each through its
+    own enrollment (local/environments.py): wait until the Session's Environment is connected."""
+    from local.inprocess import wait_for
+
+    wait_for(lambda: client.beta.agents.environments.retrieve(session.environment.id).status == "connected",
+             timeout=timeout, interval=0.1)
+    return session
+
+
 def aws_client(info: dict, service: str):
     import boto3
 

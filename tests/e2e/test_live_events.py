@@ -10,6 +10,8 @@ from openai.types.beta.agent_session_event import AgentSessionEvent
 from pydantic import TypeAdapter
 from websockets.sync.client import connect
 
+from tests.e2e.conftest import connected
+
 pytestmark = pytest.mark.e2e
 EVENT = TypeAdapter(AgentSessionEvent)
 FN = {"type": "function", "name": "get_weather", "description": "Weather for a city",
@@ -17,9 +19,9 @@ FN = {"type": "function", "name": "get_weather", "description": "Weather for a c
 
 
 def idle_session(client):
-    return client.beta.agents.sessions.create(
+    return connected(client, client.beta.agents.sessions.create(
         environment={"type": "self_hosted", "workspace_directory": "/work"}, agent={"model": "gpt-5", "tools": [FN]},
-        extra_body={"x_agents_core": {"harness": "scripted"}})
+        extra_body={"x_agents_core": {"harness": "scripted"}}))
 
 
 def test_sdk_stream_helper_runs_tool_handlers_to_the_final_answer(client):
