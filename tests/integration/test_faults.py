@@ -3,6 +3,7 @@ expired, and Lambda invocations retried after a timeout (the same request twice)
 lost and no doubled admission or event, and never a 5xx."""
 
 import json
+import types
 
 import pytest
 from botocore.exceptions import ClientError
@@ -64,12 +65,15 @@ def test_persistent_throttling_is_a_clear_429_and_writes_nothing(stack, client, 
     session = session_with(client, "call get_weather {}\nsay done")
     action = pending(client, session.id)
     before = scan(stack)
-    flaky(monkeypatch, stack.store, [_cancelled("TransactionConflict")] * 100)
+    conflicts = flaky(monkeypatch, stack.store, [_cancelled("TransactionConflict")] * 100)
+    # Every attempt fails here: the backoff's random jitter (~7 s of sleeping in all) is beside the point.
+    monkeypatch.setattr("agents_core.results.random", types.SimpleNamespace(random=lambda: 0.0))
     with pytest.raises(openai.RateLimitError) as err:
         client.beta.agents.sessions.events.create(session.id, events=[result(action, output="x")])
     assert err.value.status_code == 429 and err.value.body["code"] == "rate_limit_exceeded"
     assert err.value.response.headers.get("x-should-retry") != "false"  # safe to retry
     assert scan(stack) == before
+    assert len(conflicts) < 100 - 2  # it was retried before giving up
     monkeypatch.undo()
     client.beta.agents.sessions.events.create(session.id, events=[result(action, output="x")])  # the retry works
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
