@@ -32,12 +32,18 @@ def _wait_file(path: pathlib.Path, process: subprocess.Popen, timeout: float = 6
     raise TimeoutError("local stack did not start")
 
 
+# Input on an offline Environment waits this long in e2e (the deployment default is 300 s): long enough for
+# a test to connect its machine, short enough to see the wait end.
+ENVIRONMENT_WAIT = 20
+
+
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory):
     state = tmp_path_factory.mktemp("stack") / "stack.json"
     env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
            "AGENTS_CORE_STACK_FILE": str(state), "AGENTS_CORE_HEARTBEAT_SECONDS": str(HEARTBEAT),
-           "AGENTS_CORE_START_RUNTIME": "0", "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
+           "AGENTS_CORE_START_RUNTIME": "0", "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}",
+           "ENVIRONMENT_WAIT_SECONDS": str(ENVIRONMENT_WAIT)}
     started = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env,  # noqa: S603
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -125,6 +131,11 @@ class NativeRuntime:
 
         wait_for(lambda: self.stderr.read_text().count(f"connected; serving {self.harness}") > mark, timeout=30)
 
+    def requests(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
             self.process.terminate()
@@ -134,3 +145,66 @@ class NativeRuntime:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+
+def tenant_client(local_stack: dict, tenant: str) -> OpenAI:
+    """Another tenant's official SDK client (a key made with `python -m agents_core.apikeys`). Only the dev
+    tenant's Environments are connected automatically: another tenant's wait for their own machine."""
+    key = subprocess.run([sys.executable, "-m", "agents_core.apikeys", "--tenant", tenant, "--table",
+                          local_stack["table"], "--endpoint-url", local_stack["moto_endpoint"]], cwd=ROOT,
+                         capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT / "layers" / "contract"), "AWS_ACCESS_KEY_ID": "local",
+                              "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",
+                              "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}).stdout.strip()
+    return OpenAI(base_url=local_stack["base_url"], api_key=key, max_retries=0, _strict_response_validation=True)
+
+
+BETA = {"headers": {"OpenAI-Beta": "agents=v1"}}
+
+
+def enroll(client: OpenAI, env_id: str) -> dict:
+    """`POST /v1/agents/environments/{id}/enrollments` (an extension route: no SDK method sets the header)."""
+    return client.post(f"/agents/environments/{env_id}/enrollments", body={}, cast_to=object, options=BETA)
+
+
+class EnrolledRuntime:
+    """A machine connected as a self_hosted Environment, as the enrollment's command says: `python -m
+    runtime --url <remote_url> --workspace DIR` with the token in AGENTS_CORE_ENROLLMENT_TOKEN, natively on
+    the scripted model provider when `native`."""
+
+    def __init__(self, root: pathlib.Path, harness: str, native: bool = False, log: pathlib.Path | None = None):
+        self.root = root
+        self.harness = harness
+        self.native = native
+        self.log = log or root / "provider.jsonl"
+        self.stderr = root / "enrolled.log"
+        self.process: subprocess.Popen | None = None
+
+    def connect(self, client: OpenAI, session, workspace: str, tool_env: dict | None = None,
+                wait: bool = True) -> dict:
+        enrollment = enroll(client, session.environment.id)
+        args = [sys.executable, "-m", "runtime", "--url", session.environment.remote_url, "--workspace", workspace,
+                "--harness", self.harness, "--heartbeat", "0.5", "--state-dir", str(self.root / "state")]
+        if self.native:
+            args += ["--native", self.harness, "--model-provider", "scripted", "--provider-log", str(self.log)]
+        if tool_env is not None:
+            env_file = self.root / "tool.env"
+            env_file.write_text("".join(f"{k}={v}\n" for k, v in tool_env.items()))
+            args += ["--tool-env-file", str(env_file)]
+        with open(self.stderr, "a") as err:
+            self.process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,  # noqa: S603
+                                            env={**os.environ, "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}",
+                                                 "AGENTS_CORE_ENROLLMENT_TOKEN": enrollment["token"]})
+        if wait:
+            connected(client, session)
+        return enrollment
+
+    def requests(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
