@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from local.inprocess import wait_for
-from tests.e2e.conftest import NativeRuntime
+from tests.e2e.conftest import EnrolledRuntime, NativeRuntime, tenant_client
 
 pytestmark = pytest.mark.e2e
 
@@ -227,7 +227,24 @@ def test_steering_while_the_model_runs_is_answered_in_the_same_turn(client, clau
         ("commentary", "first reply"), ("final_answer", "second reply")]
 
 
-def test_declared_mcp_servers_required_fails_the_start_optional_is_dropped(client, claude, tmp_path):
+def on_machine(local_stack, claude, tmp_path, tenant):
+    """A tenant whose workspace Sessions run on an enrolled machine running Claude Code natively (its
+    model requests go to the same provider log as the shared native Runtime's)."""
+    client = tenant_client(local_stack, tenant)
+    machines = []
+
+    def connect(session, workspace):
+        root = tmp_path / f"machine-{len(machines)}"
+        root.mkdir()
+        machine = EnrolledRuntime(root, "claude_code", native=True, log=claude.log)
+        machines.append(machine)
+        machine.connect(client, session, str(workspace))
+
+    return client, connect, machines
+
+
+def test_declared_mcp_servers_required_fails_the_start_optional_is_dropped(local_stack, claude, tmp_path):
+    client, connect, machines = on_machine(local_stack, claude, tmp_path, "acme-claude-mcp")
     stdio = {"type": "mcp", "server_label": "tickets", "required": True, "transport": {
         "type": "stdio", "command": sys.executable, "args": [str(pathlib.Path(__file__).with_name("mcp_stdio_server.py"))],
         "cwd": str(tmp_path), "env_vars": []}}
@@ -236,21 +253,27 @@ def test_declared_mcp_servers_required_fails_the_start_optional_is_dropped(clien
     workspace = {"type": "self_hosted", "workspace_directory": str(tmp_path)}
     # the stdio server starts in the workspace; the optional server that cannot connect is dropped
     session = create(client, "say MCP ready.", environment=workspace, tools=[FN, stdio, {**down, "required": False}])
+    connect(session, tmp_path)
     turn = first_turn(client, session.id)
     wait_for(lambda: turn_status(client, session.id, turn.id) == "completed", timeout=40)
     offered = json.dumps(requests_of(claude, "MCP ready.")[0]["body"])  # loaded or named for ToolSearch
     assert "mcp__tickets__lookup" in offered and "mcp__down" not in offered
     # a required server that does not connect fails the start
     session = create(client, "say never", environment=workspace, tools=[FN, {**down, "required": True}])
+    connect(session, tmp_path)
     turn = first_turn(client, session.id)
     wait_for(lambda: turn_status(client, session.id, turn.id) == "failed", timeout=40)
     failed = client.beta.agents.sessions.turns.retrieve(turn.id, session_id=session.id)
     assert "Required MCP server 'down' did not connect" in failed.model_extra["x_agents_core"]["error"]["message"]
+    for machine in machines:
+        machine.stop()
 
 
-def test_sdk_stream_helper_with_tool_handlers_on_claude_code(client, claude, tmp_path):
-    # A workspace Session: the native claude_code tool set runs in that directory.
+def test_sdk_stream_helper_with_tool_handlers_on_claude_code(local_stack, claude, tmp_path):
+    # A workspace Session: the native claude_code tool set runs in that directory, on its enrolled machine.
+    client, connect, machines = on_machine(local_stack, claude, tmp_path, "acme-claude-stream")
     session = create(client, environment={"type": "self_hosted", "workspace_directory": str(tmp_path)})
+    connect(session, tmp_path)
     calls = []
 
     def get_weather(arguments):
@@ -265,3 +288,4 @@ def test_sdk_stream_helper_with_tool_handlers_on_claude_code(client, claude, tmp
     sent = requests_of(claude, "Sunny in Oslo.")
     names = tool_names(sent[0])
     assert "Bash" in names and "AskUserQuestion" not in names  # the workspace tool set, less ask-user
+    machines[0].stop()

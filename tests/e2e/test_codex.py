@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from local.inprocess import wait_for
-from tests.e2e.conftest import NativeRuntime
+from tests.e2e.conftest import EnrolledRuntime, NativeRuntime, tenant_client
 
 pytestmark = pytest.mark.e2e
 
@@ -176,9 +176,13 @@ def test_provider_failure_fails_the_turn_with_a_readable_reason(client, codex):
     assert client.beta.agents.sessions.retrieve(session.id).status == "failed"
 
 
-def test_sdk_stream_helper_with_tool_handlers_on_codex(client, codex, tmp_path):
-    # An idle Session (no input) needs a workspace: Codex runs in that directory.
+def test_sdk_stream_helper_with_tool_handlers_on_codex(local_stack, codex, tmp_path):
+    # An idle Session (no input) needs a workspace: Codex runs in that directory, on its enrolled machine.
+    client = tenant_client(local_stack, "acme-codex-stream")
     session = create(client, environment={"type": "self_hosted", "workspace_directory": str(tmp_path)})
+    (tmp_path / "machine").mkdir()
+    machine = EnrolledRuntime(tmp_path / "machine", "codex", native=True, log=codex.log)
+    machine.connect(client, session, str(tmp_path))
     calls = []
 
     def get_weather(arguments):
@@ -190,6 +194,8 @@ def test_sdk_stream_helper_with_tool_handlers_on_codex(client, codex, tmp_path):
         final = stream.get_final_result()
     assert calls == [{"city": "Oslo"}]
     assert final.output_text == "Sunny in Oslo."
+    assert requests_of(codex, "Sunny in Oslo.")  # the native engine on the machine played it
+    machine.stop()
 
 
 def test_an_idle_process_beyond_the_warm_limit_stops_and_its_session_resumes(client, codex):
