@@ -14,12 +14,13 @@ from runtime.capabilities import declarations
 
 
 class RawRuntime:
-    def __init__(self, stack: Any, harnesses: tuple[str, ...] = ("scripted",), heartbeat: float = 0.4):
+    def __init__(self, stack: Any, harnesses: tuple[str, ...] = ("scripted",), heartbeat: float = 0.4,
+                 token: str | None = None):
         self.stack = stack
         self.frames: list[dict[str, Any]] = []
         self.seq: dict[str, int] = {}
         self._stop = threading.Event()
-        token = create_runtime_token(stack.store, "raw")
+        token = token or create_runtime_token(stack.store, "raw")  # shared, or an Environment's enrollment
         self.conn = stack.ws.connect(lambda text: self.frames.append(json.loads(text)),
                                      {"Authorization": f"Bearer {token}"})
         assert self.conn is not None

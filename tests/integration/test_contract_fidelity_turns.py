@@ -174,9 +174,9 @@ def test_an_image_that_can_never_be_an_image_is_a_400_and_the_call_stays_pending
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
 
 
-def test_an_empty_or_harness_blank_message_is_a_400_and_writes_nothing(client, runtime, stack):
+def test_an_empty_or_harness_blank_message_is_a_400_and_writes_nothing(client, runtime, stack, tmp_path):
     session = client.beta.agents.sessions.create(
-        environment={"type": "self_hosted", "workspace_directory": "/w"}, agent={"model": "gpt-5"},
+        environment={"type": "self_hosted", "workspace_directory": "/workspace"}, agent={"model": "gpt-5"},
         extra_body={"x_agents_core": {"harness": "claude_code"}})
     submit = client.beta.agents.sessions.events.create
     blank = ("This Session's harness does not accept a message whose text is only whitespace. Include "
@@ -186,6 +186,10 @@ def test_an_empty_or_harness_blank_message_is_a_400_and_writes_nothing(client, r
     body = rejected(lambda: submit(session.id, events=[message("")]), stack, 400,
                     "Invalid 'events[0].input[0].content': a message needs an image or a non-empty text part.")
     assert body["code"] == "invalid_request_error"
+    from agents_core import environments
+
+    token = environments.enroll(stack.store, "tenant-a", session.environment.id, None)["token"]
+    stack.connect_runtime(token, ["claude_code"], workspace=str(tmp_path))
     submit(session.id, events=[message("say  fine ")])  # whitespace beside text: admitted as sent
     wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status == "idle")
 

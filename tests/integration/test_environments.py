@@ -15,7 +15,6 @@ from local.inprocess import wait_for
 from tests.integration.conftest import sdk
 from tests.integration.stack_fixtures import client, stack  # noqa: F401 - fixtures
 
-
 BETA = {"headers": {"OpenAI-Beta": "agents=v1"}}  # an extension route: the SDK has no method that sets it
 
 

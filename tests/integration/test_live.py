@@ -2,6 +2,7 @@
 cleanup, no replay on reconnect, and no duplicates when a stream batch is redelivered."""
 
 import json
+import tempfile
 
 import pytest
 from openai.types.beta.agent_session_event import AgentSessionEvent
@@ -10,7 +11,6 @@ from pydantic import TypeAdapter
 from agents_core import outbox, runtimes
 from agents_core.apikeys import create_key
 from agents_core.aws import default_messenger, default_workflow
-from agents_core.runtimes import create_runtime_token
 from agents_core.store import session_pk, unpack
 from local.inprocess import wait_for
 from tests.integration.conftest import sdk
@@ -40,10 +40,24 @@ class Subscriber:
         return [m for m in self.messages if m.get("type", "").startswith("agent.session")]
 
 
-def idle_session(client):
-    return client.beta.agents.sessions.create(environment={"type": "self_hosted", "workspace_directory": "/w"},
-                                              agent={"model": "gpt-5"},
-                                              extra_body={"x_agents_core": {"harness": "scripted"}})
+def idle_session(client, stack=None, raw=False):
+    """An idle workspace Session; with `stack`, its Environment connected by a scripted machine (or, with
+    `raw`, a hand-driven one, returned beside it): no shared Runtime serves a workspace Session."""
+    session = client.beta.agents.sessions.create(environment={"type": "self_hosted", "workspace_directory": "/workspace"},
+                                                 agent={"model": "gpt-5"},
+                                                 extra_body={"x_agents_core": {"harness": "scripted"}})
+    if stack is None:
+        return session
+    from agents_core import environments
+    from tests.integration.raw_runtime import RawRuntime
+
+    tenant = stack.store.tenant_for_api_key(client.api_key)
+    token = environments.enroll(stack.store, tenant, session.environment.id, None)["token"]
+    if raw:
+        return session, RawRuntime(stack, token=token)
+    machine = stack.connect_runtime(token, ["scripted"], workspace=tempfile.mkdtemp(prefix="workspace-"))
+    wait_for(lambda: machine.credential, timeout=10)
+    return session
 
 
 def send(client, session_id, text):
@@ -54,8 +68,7 @@ def send(client, session_id, text):
 
 def test_subscriber_receives_the_committed_events_in_order_once(stack, keys):
     client = sdk(stack.http, keys["a"])
-    stack.connect_runtime(create_runtime_token(stack.store, "r"), ["scripted"])
-    session = idle_session(client)
+    session = idle_session(client, stack)
     sub = Subscriber(stack, keys["a"])
     assert sub.subscribe(session.id) == {"type": "subscribed", "session_id": session.id}
     send(client, session.id, "say hello")
@@ -72,8 +85,7 @@ def test_subscriber_receives_the_committed_events_in_order_once(stack, keys):
 
 def test_foreign_session_subscription_gets_an_error_and_nothing(stack, keys):
     client = sdk(stack.http, keys["a"])
-    stack.connect_runtime(create_runtime_token(stack.store, "r"), ["scripted"])
-    session = idle_session(client)
+    session = idle_session(client, stack)
     spy = Subscriber(stack, keys["b"])
     reply = spy.subscribe(session.id)
     assert reply["type"] == "error" and reply["error"]["message"] == "Resource not found."
@@ -84,8 +96,7 @@ def test_foreign_session_subscription_gets_an_error_and_nothing(stack, keys):
 
 def test_a_gone_connection_is_deleted_on_the_next_post(stack, keys):
     client = sdk(stack.http, keys["a"])
-    stack.connect_runtime(create_runtime_token(stack.store, "r"), ["scripted"])
-    session = idle_session(client)
+    session = idle_session(client, stack)
     ghost = Subscriber(stack, keys["a"])
     ghost.subscribe(session.id)
     live = Subscriber(stack, keys["a"])
@@ -100,8 +111,7 @@ def test_a_gone_connection_is_deleted_on_the_next_post(stack, keys):
 
 def test_reconnecting_gets_no_replay(stack, keys):
     client = sdk(stack.http, keys["a"])
-    stack.connect_runtime(create_runtime_token(stack.store, "r"), ["scripted"])
-    session = idle_session(client)
+    session = idle_session(client, stack)
     first = Subscriber(stack, keys["a"])
     first.subscribe(session.id)
     send(client, session.id, "say one")
@@ -119,14 +129,15 @@ def test_redelivered_stream_batch_posts_nothing_twice(stack, keys):
     session = idle_session(client)
     sub = Subscriber(stack, keys["a"])
     sub.subscribe(session.id)
-    send(client, session.id, "say hi")  # no Runtime: the Turn stays queued; its commit has 3 events
+    send(client, session.id, "say hi")  # no Runtime: the Turn stays queued, its Session asking for its
+    # Environment; the commit has 4 events (turn.created, item.added, in_progress, requires_action)
     outbox_item = wait_for(lambda: [i for i in stack.store.query(pk=session_pk("tenant-a", session.id),
                                                                  sk_prefix="OUT#", limit=10).items
                                     if "turn.created" in unpack(i["events"])])[0]
-    wait_for(lambda: len(sub.events) == 3)
+    wait_for(lambda: len(sub.events) == 4)
     for _ in range(2):  # the same record delivered again, twice
         outbox.process(outbox_item, stack.store, default_messenger(), default_workflow())
-    assert len(sub.events) == 3
+    assert len(sub.events) == 4
     assert [e["event_id"] for e in sub.events] == [e["event_id"] for e in json.loads(unpack(outbox_item["events"]))]
 
 

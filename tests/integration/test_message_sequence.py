@@ -8,10 +8,8 @@ from openai.types.beta.agent_session_event import AgentSessionEvent
 from pydantic import TypeAdapter
 
 from agents_core.apikeys import create_key
-from agents_core.runtimes import create_runtime_token
 from local.inprocess import wait_for
 from tests.integration.conftest import sdk
-from tests.integration.raw_runtime import RawRuntime
 from tests.integration.stack_fixtures import stack  # noqa: F401 - fixtures
 from tests.integration.test_live import Subscriber, idle_session, send
 
@@ -31,17 +29,20 @@ def message_events(sub, item_id=None):
     return events
 
 
-def watched(stack):
+def watched(stack, raw=False):
+    """A subscribed idle Session whose Environment is connected (by a hand-driven machine with `raw`)."""
     key = create_key(stack.store, "tenant-a")
     client = sdk(stack.http, key)
-    session = idle_session(client)
+    session = idle_session(client, stack, raw=raw)
+    machine = None
+    if raw:
+        session, machine = session
     sub = Subscriber(stack, key)
     sub.subscribe(session.id)
-    return client, session, sub
+    return (client, session, sub, machine) if raw else (client, session, sub)
 
 
 def test_the_reference_runtime_message_streams_in_the_official_sequence(stack):
-    stack.connect_runtime(create_runtime_token(stack.store, "r"), ["scripted"])
     client, session, sub = watched(stack)
     send(client, session.id, "say hello there")
     wait_for(lambda: any(e["type"] == "agent.session.idle" for e in sub.events))
@@ -59,8 +60,7 @@ def test_the_reference_runtime_message_streams_in_the_official_sequence(stack):
 
 
 def test_deltas_across_messages_announce_the_part_once_and_a_text_without_deltas_is_still_announced(stack):
-    raw = RawRuntime(stack)
-    client, session, sub = watched(stack)
+    client, session, sub, raw = watched(stack, raw=True)
     send(client, session.id, "anything")
     route = raw.start()
     raw.observe(route, "turn.item.added", item={"id": "m1", "type": "message", "role": "assistant",
@@ -94,7 +94,6 @@ def test_deltas_across_messages_announce_the_part_once_and_a_text_without_deltas
 
 
 def test_raw_events_carry_the_fields_the_official_shapes_always_have(stack):
-    stack.connect_runtime(create_runtime_token(stack.store, "r"), ["scripted"])
     client, session, sub = watched(stack)
     send(client, session.id, "fail on purpose")
     wait_for(lambda: any(e["type"] == "agent.session.failed" for e in sub.events))
