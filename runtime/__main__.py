@@ -230,8 +230,11 @@ def dry_run(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
     try:
         if harness == "codex":
-            print(codex.render_toml(codex.config(start)), end="")
-            params = codex.turn_params(start)
+            print(codex.render_toml(codex.session_config(start)), end="")  # placement profile included
+            overrides = codex.catalog_overrides(start)
+            if overrides:
+                print("# model_catalog_json: the bundled catalog with", json.dumps(overrides))
+            params = {**codex.turn_params(start), **codex.turn_environment(start)}
             if params:
                 print("# per root Turn (turn/start):", json.dumps(params))
         elif harness == "claude_code":

@@ -227,3 +227,32 @@ def test_deleting_the_session_deletes_its_environment_and_revokes_its_credential
         client.beta.agents.environments.retrieve(session.environment.id)
     with pytest.raises(PermissionError):
         stack.connect_runtime(machine.credential, ["scripted"], workspace=str(tmp_path))
+
+
+def test_an_expired_enrollment_connects_nothing_and_one_that_expires_before_hello_is_not_spent(client, stack, tmp_path):
+    import hashlib
+
+    session = self_hosted(client, "say late", workspace=str(tmp_path))
+    token = enroll(client, session.environment.id)["token"]
+    key = {"PK": "ENROLL#" + hashlib.sha256(token.encode()).hexdigest(), "SK": "N"}
+    stored = stack.store.get(key)
+    assert stored["tenant"] == "tenant-a" and "token" not in json.dumps(stored, default=str).replace("ENROLL#", "")
+    stack.store.put({**stored, "expires_at": 1})  # expired
+    with pytest.raises(PermissionError):
+        stack.connect_runtime(token, ["scripted"], workspace=str(tmp_path))
+    # valid at $connect, expired by runtime.hello: the hello is refused, nothing is spent or connected
+    fresh = enroll(client, session.environment.id)["token"]
+    fresh_key = {"PK": "ENROLL#" + hashlib.sha256(fresh.encode()).hexdigest(), "SK": "N"}
+    frames = []
+    conn = stack.ws.connect(lambda text: frames.append(json.loads(text)), {"Authorization": f"Bearer {fresh}"})
+    assert conn is not None
+    stack.store.put({**stack.store.get(fresh_key), "expires_at": 1})
+    from runtime.capabilities import declarations
+
+    stack.ws.receive(conn, json.dumps({"action": "runtime.hello", "harnesses": declarations(["scripted"])}))
+    error = wait_for(lambda: [f for f in frames if f.get("type") == "error"], timeout=5)[0]
+    assert "used or has expired" in error["error"]["message"]
+    assert not [f for f in frames if f.get("type") == "runtime.welcome"]
+    assert "used_at" not in stack.store.get(fresh_key)
+    assert client.beta.agents.environments.retrieve(session.environment.id).status == "pending"
+    assert client.beta.agents.sessions.turns.list(session.id).data[0].status == "queued"
