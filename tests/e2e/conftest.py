@@ -107,7 +107,24 @@ def runtime(runtime_process):
     return runtime_process
 
 
-class NativeRuntime:
+class RuntimeProcess:
+    """A reference Runtime process of a test, and the model requests its provider log holds."""
+
+    log: pathlib.Path
+    process: subprocess.Popen | None = None
+
+    def requests(self) -> list[dict]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+
+
+class NativeRuntime(RuntimeProcess):
     """`python -m runtime --harness H --native H --model-provider scripted`, restartable with the same
     state directory (so a restart resumes the native history); the provider log shows what the native
     Harness sent the model."""
@@ -131,21 +148,6 @@ class NativeRuntime:
 
         wait_for(lambda: self.stderr.read_text().count(f"connected; serving {self.harness}") > mark, timeout=30)
 
-    def requests(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
-
-    def requests(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
-
 
 def tenant_client(local_stack: dict, tenant: str) -> OpenAI:
     """Another tenant's official SDK client (a key made with `python -m agents_core.apikeys`). Only the dev
@@ -167,7 +169,7 @@ def enroll(client: OpenAI, env_id: str) -> dict:
     return client.post(f"/agents/environments/{env_id}/enrollments", body={}, cast_to=object, options=BETA)
 
 
-class EnrolledRuntime:
+class EnrolledRuntime(RuntimeProcess):
     """A machine connected as a self_hosted Environment, as the enrollment's command says: `python -m
     runtime --url <remote_url> --workspace DIR` with the token in AGENTS_CORE_ENROLLMENT_TOKEN, natively on
     the scripted model provider when `native`."""
@@ -199,12 +201,3 @@ class EnrolledRuntime:
             connected(client, session)
         return enrollment
 
-    def requests(self) -> list[dict]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)

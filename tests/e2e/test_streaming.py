@@ -20,7 +20,7 @@ import pytest
 from openai import OpenAI
 from pydantic import BaseModel
 
-from tests.e2e.conftest import ROOT, _wait_file, connected
+from tests.e2e.conftest import ROOT, _wait_file, connected, tenant_client
 
 pytestmark = pytest.mark.e2e
 FN = {"type": "function", "name": "get_weather", "description": "Weather for a city",
@@ -152,12 +152,7 @@ def test_a_rejected_streamed_create_is_a_400_with_the_envelope(client):
 
 
 def other_tenant_key(local_stack, tenant="intruder"):
-    return subprocess.run([sys.executable, "-m", "agents_core.apikeys", "--tenant", tenant, "--table",
-                           local_stack["table"], "--endpoint-url", local_stack["moto_endpoint"]], cwd=ROOT,
-                          capture_output=True, text=True, check=True,
-                          env={"PYTHONPATH": str(ROOT / "layers" / "contract"), "AWS_ACCESS_KEY_ID": "local",
-                               "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",
-                               "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}).stdout.strip()
+    return tenant_client(local_stack, tenant).api_key
 
 
 def sse_headers(key):
