@@ -23,6 +23,21 @@ def stack(monkeypatch):
         s = InProcessStack("agents-core-inprocess").start()
         yield s
         s.stop()
+        stop_executions(s)
+
+
+def stop_executions(stack):
+    """A Turn a test left open keeps its workflow running in moto's threads after the test: its heartbeat
+    timeout would fire during a later test and run SettleLost there, with that test's settings half
+    installed (the in-process stack sets and restores TABLE_NAME and the state machine ARNs, and the
+    settings are cached). Stop them with the stack."""
+    import boto3
+
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    for arn in stack.state_machines.values():
+        for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=arn, statusFilter="RUNNING"):
+            for execution in page["executions"]:
+                sfn.stop_execution(executionArn=execution["executionArn"])
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from agents_core.apikeys import create_key
 from local.inprocess import InProcessStack
 from local.lambdas import MOTO_CONFIG
 from tests.integration.conftest import sdk
+from tests.integration.stack_fixtures import stop_executions
 
 TYPES = ["agent.session.input.tool_result", "agent.session.input.message", "agent.session.input.cancel",
          "agent.session.input.mcp_approval_request_result", "agent.session.input.bogus"]
@@ -36,6 +37,7 @@ def stack():
         s = InProcessStack("agents-core-props").start()
         yield s
         s.stop()
+        stop_executions(s)
 
 
 def snapshot(stack):
