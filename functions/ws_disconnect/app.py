@@ -1,7 +1,7 @@
 """WebSocket `$disconnect`: forget the connection. A Runtime's claimed Turns fail now (their
 executions catch the task failure and settle them as failed, without replay)."""
 
-from agents_core import environments, runtimes
+from agents_core import runtimes
 from agents_core.aws import default_workflow
 from agents_core.observability import logger
 from agents_core.store import default_store
@@ -16,7 +16,5 @@ def handler(event, context):
         failed = runtimes.fail_claimed_turns(store, default_workflow(), connection_id)
         if failed:
             logger.info("runtime lost", extra={"failed_turns": failed})
-        if conn.get("runtime_kind") == "enrolled":  # its Environment is offline now (unless replaced)
-            environments.mark_disconnected(store, conn["tenant"], conn["environment_id"], connection_id)
     runtimes.forget_connection(store, connection_id)
     return {"statusCode": 200}

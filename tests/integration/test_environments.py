@@ -256,3 +256,20 @@ def test_an_expired_enrollment_connects_nothing_and_one_that_expires_before_hell
     assert "used_at" not in stack.store.get(fresh_key)
     assert client.beta.agents.environments.retrieve(session.environment.id).status == "pending"
     assert client.beta.agents.sessions.turns.list(session.id).data[0].status == "queued"
+
+
+def test_a_connection_forgotten_after_a_gone_post_leaves_its_environment_disconnected(client, stack, tmp_path):
+    """A post that meets GoneException forgets the connection before `$disconnect` arrives (which then
+    finds nothing): the Environment must not stay `connected` to a socket that is gone."""
+    from agents_core import runtimes
+
+    session = self_hosted(client, workspace=str(tmp_path))
+    machine = stack.connect_runtime(enroll(client, session.environment.id)["token"], ["scripted"],
+                                    workspace=str(tmp_path))
+    wait_for(lambda: machine.credential, timeout=10)
+    runtimes.forget_connection(stack.store, machine.connection_id)  # what post_safely does on Gone
+    assert client.beta.agents.environments.retrieve(session.environment.id).status == "disconnected"
+    machine.kill()  # the late $disconnect changes nothing more
+    kinds = [e["type"] for e in outbox_events(stack, "tenant-a", session.id)
+             if e["type"].startswith("agent.session.environment.")]
+    assert kinds == ["agent.session.environment.connected", "agent.session.environment.disconnected"]

@@ -64,7 +64,11 @@ def connection(store: DynamoStore, connection_id: str) -> Optional[dict[str, Any
 
 
 def forget_connection(store: DynamoStore, connection_id: str) -> None:
-    _ROLES.pop(connection_id, None)
+    """The connection is gone (`$disconnect`, or a post that met GoneException first): an Environment's
+    connection leaves its Environment offline (unless a newer one replaced it), then its items go."""
+    conn = _ROLES.pop(connection_id, None) or store.get(conn_key(connection_id))
+    if conn is not None and conn.get("runtime_kind") == "enrolled":
+        environments.mark_disconnected(store, conn["tenant"], conn["environment_id"], connection_id)
     store.delete_partition(f"CONN#{connection_id}")
 
 
