@@ -69,10 +69,15 @@ def start_runtime(info: dict, harnesses: list[str], extra: tuple[str, ...] = (),
 
 
 @pytest.fixture(scope="session")
-def runtime_process(local_stack):
+def runtime_process(local_stack, tmp_path_factory):
     # codex is left to the native Runtime of test_codex.py (real Codex on the scripted model provider)
-    process = start_runtime(local_stack, ["scripted", "claude_code"])
-    time.sleep(1.0)
+    log = tmp_path_factory.mktemp("runtime") / "runtime.log"
+    with open(log, "w") as err:
+        process = start_runtime(local_stack, ["scripted", "claude_code"], stderr=err)
+    from local.inprocess import wait_for
+
+    wait_for(lambda: "connected; serving" in log.read_text() or process.poll() is not None, timeout=30)
+    assert process.poll() is None, log.read_text()
     yield process
     process.terminate()
     process.wait(timeout=10)
