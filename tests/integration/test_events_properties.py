@@ -54,7 +54,7 @@ def test_events_endpoint_never_5xx_and_rejections_write_nothing(stack):
     headers = {"authorization": f"Bearer {key}", "openai-beta": "agents=v1"}
 
     @given(payload=body, idempotency=st.none() | st.sampled_from(["k1", "k2"]))
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     def run(payload, idempotency):
         before = snapshot(stack)
         extra = {"idempotency-key": idempotency} if idempotency else {}

@@ -27,7 +27,7 @@ shaped = st.recursive(
 )
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(json_values, shaped))
 def test_agent_parser_raises_only_domain_errors(body):
     try:
@@ -36,7 +36,7 @@ def test_agent_parser_raises_only_domain_errors(body):
         pass
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(tools=st.lists(shaped, max_size=3), env=st.sampled_from([{"type": "none"}, {"type": "self_hosted",
        "workspace_directory": "/w"}, {"type": "openai_hosted"}]), harness=st.sampled_from(
        ["codex", "claude_code", "minimax_code", "scripted"]))
@@ -69,7 +69,7 @@ def _tool(draw):
     return {"type": "programmatic_tool_calling", "enabled": draw(st.booleans())}
 
 
-@settings(max_examples=200)
+@settings(max_examples=100)
 @given(st.data())
 def test_valid_sessions_round_trip_through_json(data):
     tools = data.draw(st.lists(st.builds(lambda: None).flatmap(lambda _: st.composite(lambda d: _tool(d))()),
