@@ -8,12 +8,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: dev test lint browser asl unit integration e2e bench build deploy validate clean sam-cli
 
-# --no-compile: Python compiles what is imported on first use; byte-compiling every installed file
-# (botocore's thousands among them) was a third of the install's time.
 $(STAMP): requirements-dev.txt layers/contract/requirements.txt runtime/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --no-compile -r requirements-dev.txt
+	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
 node_modules/.installed: package.json
