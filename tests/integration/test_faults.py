@@ -76,7 +76,7 @@ def test_persistent_throttling_is_a_clear_429_and_writes_nothing(stack, client, 
     assert len(conflicts) < 100 - 2  # it was retried before giving up
     monkeypatch.undo()
     client.beta.agents.sessions.events.create(session.id, events=[result(action, output="x")])  # the retry works
-    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed")
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed", timeout=30)
 
 
 def test_an_expired_task_token_is_ignored_not_raised():
