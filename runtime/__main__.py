@@ -1,6 +1,7 @@
 """python -m runtime --url wss://... [--harness scripted --harness codex ...] [--native codex]
 python -m runtime --url <remote_url> --enrollment-token <token> --workspace DIR [--native codex,claude_code]
                   [--model-provider ...] [--tool-env-file FILE]
+python -m runtime --url wss://... --hosted-environments DIR [--native codex,claude_code]
 
 Serves the named Harnesses over Core's WebSocket API. `--native` names the Harnesses this Runtime runs
 on their real engines (codex, claude_code); the others run on the scripted engine, which impersonates a
@@ -14,6 +15,12 @@ it is bound to (`--workspace`; a Session's `/workspace` means that directory). T
 (from $AGENTS_CORE_ENROLLMENT_TOKEN, --enrollment-token-file or --enrollment-token) is spent at the
 first connection for a durable credential, kept in the state directory with mode 0600 and used on every
 reconnect. stdio MCP variables come from --tool-env-file.
+
+With --hosted-environments DIR, this is an operator's host for openai_hosted Environments: each
+Environment's Harness, tools, stdio MCP servers and setup run in a bubblewrap sandbox of its own (its
+workspace, home and state under DIR/envs/<id>, an unprivileged uid of its own when run as root), and
+the model provider is reached through a bridge that adds the key outside the sandbox. Core pins each
+Environment to the host that prepared it; connect more hosts to scale out.
 """
 
 from __future__ import annotations
@@ -56,6 +63,10 @@ def parser() -> argparse.ArgumentParser:
                                            "servers may use (env_vars); values never reach Core")
     p.add_argument("--tool-env-inherit", action="store_true",
                    help="as an Environment: also take env_vars from this process's own environment")
+    p.add_argument("--hosted-environments", metavar="DIR",
+                   help="host openai_hosted Environments: each runs in a bubblewrap sandbox of its own, its workspace "
+                        "and state under DIR (needs Debian's bubblewrap; DIR must be traversable by other users "
+                        "when running as root, e.g. /var/lib/agents-core/hosted)")
     p.add_argument("--credential-file", help="as an Environment: where the durable credential is kept "
                                              "(default: <state-dir>/environment-credential, mode 0600)")
     p.add_argument("--harness", action="append", choices=HARNESSES,
@@ -167,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         args.token = args.enrollment_token or load_credential(credential_file)
         if not args.url or not args.token:
             p.error("--url and an enrollment token (or a saved credential) are required to connect an Environment")
+    if args.hosted_environments and (args.enrollment_token or args.workspace):
+        p.error("--hosted-environments is an operator's Runtime; it cannot also be an enrolled Environment")
     if (not args.url or not args.token) and os.path.exists(args.stack):
         with open(args.stack) as fh:
             stack = json.load(fh)
@@ -190,8 +203,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if provider is not None:
         logging.getLogger("runtime").info("scripted model provider on %s", provider.base_url)
+    hosted = None
+    if args.hosted_environments:
+        from .sandbox import SandboxError
+
+        try:
+            hosted = hosted_environments(args.hosted_environments, drivers)
+        except SandboxError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            for driver in drivers.values():
+                driver.close()
+            return 2
+        logging.getLogger("runtime").info("hosting Environments in %s (host %s)", hosted.directory, hosted.host_id)
     client = RuntimeClient(args.url, args.token, drivers, args.heartbeat, workspace=workspace,
-                           credential_file=credential_file)
+                           credential_file=credential_file, hosted=hosted)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     client.start()
@@ -204,6 +229,35 @@ def main(argv: list[str] | None = None) -> int:
     if provider is not None:
         provider.stop()
     return 2 if client.fatal else 0
+
+
+def hosted_environments(directory: str, drivers: dict[str, Any]) -> Any:
+    """The sandbox host, and a provider bridge per native Harness: the operator's key is added on the
+    Runtime's side of the bridge, so no sandbox ever holds it (and no child process inherits it)."""
+    import urllib.parse
+
+    from .bridge import ProviderBridge
+    from .sandbox import Bridge, HostedEnvironments
+
+    binaries = {h: os.path.dirname(d.binary) for h, d in drivers.items() if getattr(d, "binary", None)}
+    hosted = HostedEnvironments(directory, binaries)
+    for harness, driver in drivers.items():
+        provider = getattr(driver, "provider", None)
+        if provider is None:
+            continue
+        base = provider.base_url or "https://api.anthropic.com"
+        parts = urllib.parse.urlsplit(base)
+        header = None
+        if harness == "codex" and getattr(provider, "env_key", None):
+            header = ("Authorization", f"Bearer {os.environ.get(provider.env_key, '')}")
+        elif harness == "claude_code" and provider.kind != "scripted":
+            header = ("x-api-key", os.environ.get("ANTHROPIC_API_KEY", ""))
+        socket_path = str(hosted.directory / f"{harness}-provider.sock")
+        bridge = ProviderBridge(f"{parts.scheme}://{parts.netloc}", header, socket_path).start()
+        hosted.bridges[harness] = Bridge(bridge.url, socket_path, parts.path.rstrip("/"))
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        os.environ.pop(name, None)  # the bridges hold them now
+    return hosted
 
 
 def dry_run(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:

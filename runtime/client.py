@@ -42,7 +42,7 @@ def load_credential(path: str) -> str | None:
 
 class RuntimeClient:
     def __init__(self, url: str, token: str, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
-                 workspace: Workspace | None = None, credential_file: str | None = None):
+                 workspace: Workspace | None = None, credential_file: str | None = None, hosted: Any = None):
         self.url = url
         self.token = token
         # An Environment's Runtime: an enrollment token is spent at the first hello, whose welcome carries
@@ -53,8 +53,9 @@ class RuntimeClient:
         self._socket: Any = None
         self._send_lock = threading.Lock()
         self._stop = threading.Event()
+        self.hosted = hosted  # a host of hosted Environments: its hello declares the isolation
         self.runtime = Runtime(self.send, drivers, heartbeat_seconds, workspace=workspace,
-                               on_welcome=self._welcomed)
+                               on_welcome=self._welcomed, hosted=hosted)
         self.environment_id: str | None = None
         self.connected = threading.Event()
         self.fatal: str | None = None  # why the Runtime cannot run (a refused token): the process exits
@@ -87,7 +88,11 @@ class RuntimeClient:
                     self._socket = socket
                     backoff = 0.2
                     engines = {h: d.engine for h, d in self.drivers.items()}
-                    self.send({"action": "runtime.hello", "harnesses": declarations(list(self.drivers), engines)})
+                    hello: dict[str, Any] = {"action": "runtime.hello",
+                                             "harnesses": declarations(list(self.drivers), engines)}
+                    if self.hosted is not None:
+                        hello["isolation"] = self.hosted.declaration()
+                    self.send(hello)
                     self.connected.set()
                     for raw in socket:
                         self.runtime.on_message(json.loads(raw))

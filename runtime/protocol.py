@@ -158,6 +158,10 @@ class TurnChannel:
         self.done.set()
 
     def start_heartbeats(self) -> None:
+        if getattr(self, "_beating", False):
+            return  # once per Turn (a hosted Turn's beats start before its Environment is prepared)
+        self._beating = True
+
         def beat() -> None:
             while True:
                 if self.done.is_set():

@@ -23,9 +23,11 @@ ENDED_KEPT = 10_000  # ids of ended Turns remembered after their state is let go
 
 class Runtime:
     def __init__(self, send: Emit, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
-                 workspace: Optional[Workspace] = None, on_welcome: Optional[Callable[[dict[str, Any]], None]] = None):
+                 workspace: Optional[Workspace] = None, on_welcome: Optional[Callable[[dict[str, Any]], None]] = None,
+                 hosted: Any = None):
         self.send = send
         self.workspace = workspace  # an Environment's Runtime: its bound directory and tool variables
+        self.hosted = hosted  # a host of hosted Environments (runtime.sandbox.HostedEnvironments): one sandbox each
         self.on_welcome = on_welcome
         self.drivers = drivers
         self.heartbeat_seconds = heartbeat_seconds
@@ -137,6 +139,38 @@ class Runtime:
             starting = _Starting(channel)
             starting.queued.extend(held)  # what arrived ahead of this start, in arrival order
             self.turns[message["turn_id"]] = starting
+        if self.hosted is not None:  # preparing an Environment can take minutes: never on the socket's thread
+            threading.Thread(target=self._start_hosted, args=(driver, message, channel),
+                             name=f"prepare-{message['turn_id']}", daemon=True).start()
+            return
+        self._run(driver, message, channel)
+
+    def _start_hosted(self, driver: HarnessDriver, message: dict[str, Any], channel: TurnChannel) -> None:
+        """A hosted Environment's Turn: its sandbox (prepared once on this host), then the Harness in it.
+        `turn.environment` tells Core the Environment's state before the Turn's own observations."""
+        from .sandbox import PreparationFailed, SandboxError
+
+        channel.start_heartbeats()  # preparation counts as the Turn being alive
+        try:
+            sandbox = self.hosted.sandbox(message["environment"])
+            prepared = sandbox.prepare()
+        except SandboxError as exc:
+            code = exc.code if isinstance(exc, PreparationFailed) else "sandbox_unavailable"
+            log.warning("hosted Environment of turn %s failed: %s", message["turn_id"], exc)
+            channel.emit("turn.environment", status="failed", prepared=False,
+                         error={"code": code, "message": str(exc)[:500], "type": "sandbox_error"})
+            channel.finish("turn.failed", error={"message": str(exc)[:500]})
+            self._drop_starting(message["turn_id"])
+            return
+        channel.emit("turn.environment", status="connected", prepared=prepared)
+        self._run(driver, {**message, "sandbox": sandbox}, channel)
+
+    def _drop_starting(self, turn_id: str) -> None:
+        with self._lock:
+            if isinstance(self.turns.get(turn_id), _Starting):
+                self.turns[turn_id] = _Ended(self.channels[turn_id])
+
+    def _run(self, driver: HarnessDriver, message: dict[str, Any], channel: TurnChannel) -> None:
         try:
             handle = driver.start_turn(message, channel)
         except Exception as exc:  # noqa: BLE001 - a driver bug fails its Turn, never the Runtime
@@ -154,6 +188,13 @@ class Runtime:
         """Placement is a security boundary here too: a shared Runtime runs `environment: none` only;
         an Environment's Runtime runs its Sessions in its bound workspace."""
         placement = (message.get("environment") or {}).get("type")
+        if self.hosted is not None:
+            if placement != "openai_hosted":
+                raise WorkspaceError("This Runtime hosts openai_hosted Environments only.")
+            return message
+        if placement == "openai_hosted":
+            raise WorkspaceError("An openai_hosted Session runs on a Runtime that isolates each Environment "
+                                 "(--hosted-environments).")
         if self.workspace is not None:
             return self.workspace.bind(message)
         if placement in WORKSPACE_PLACEMENTS:
@@ -164,6 +205,29 @@ class Runtime:
     def close(self) -> None:
         for driver in self.drivers.values():
             driver.close()
+
+
+class _Ended(TurnHandle):
+    """A Turn that ended before its driver started (its Environment could not be prepared)."""
+
+    def __init__(self, channel: TurnChannel):
+        self.channel = channel
+
+    @property
+    def done(self) -> bool:
+        return True
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        pass
+
+    def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
+        pass
+
+    def steer(self, item: dict[str, Any]) -> None:
+        pass
+
+    def cancel(self) -> None:
+        pass
 
 
 class _Starting(TurnHandle):

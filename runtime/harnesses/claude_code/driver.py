@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ...protocol import TurnChannel
+from ...sandbox import INSIDE_OPT
 from .. import DEFAULT_MAX_WARM, NativeDriver, NativeTurn
 from ..common import AdapterError, output_schema, tools_of
 from . import config as adapter
@@ -103,8 +104,14 @@ class Provider:
         return out
 
 
+# Variables the SDK itself sets on the CLI's environment, kept by a hosted sandbox's launcher.
+SDK_VARIABLES = ("CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION", "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
+                 "CLAUDE_CODE_STREAM_CLOSE_TIMEOUT", "MCP_TOOL_TIMEOUT")
+
+
 def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[FunctionsServer], *,
-                config_dir: pathlib.Path, cwd: pathlib.Path, binary: str, resume: Optional[str] = None) -> Any:
+                config_dir: pathlib.Path, cwd: pathlib.Path, binary: str, resume: Optional[str] = None,
+                box: Any = None) -> Any:
     """ClaudeAgentOptions from the adapter's translation, the provider selection and the Session's state."""
     from claude_agent_sdk import ClaudeAgentOptions
     from claude_agent_sdk.types import McpSdkServerConfig
@@ -118,6 +125,16 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
         else:
             servers[label] = dict(entry)
     env = {**provider.env(), **(native.get("env") or {}), "CLAUDE_CONFIG_DIR": str(config_dir)}
+    if box is not None:
+        # A hosted Environment: the CLI runs in its sandbox through a launcher that keeps only these
+        # variables (the SDK merges the Runtime's whole environment into its child's); the model through
+        # the bridge, with a placeholder where the key was.
+        env = box.environ({**env, "CLAUDE_CONFIG_DIR": box.inside(config_dir),
+                           "ANTHROPIC_BASE_URL": box.provider_url("claude_code"),
+                           "ANTHROPIC_API_KEY": "sandbox-bridge" if provider.kind != "scripted" else "scripted"})
+        binary = box.launcher("claude_code", f"{INSIDE_OPT}/claude_code/{pathlib.Path(binary).name}",
+                              [*env, *SDK_VARIABLES])
+        native["cwd"] = str(cwd)  # the process starts in the workspace's host directory, /workspace inside
     kwargs: dict[str, Any] = {
         "tools": native["tools"], "allowed_tools": list(native.get("allowedTools") or []),
         "disallowed_tools": list(native.get("disallowedTools") or []), "mcp_servers": servers,
@@ -225,11 +242,17 @@ class ClaudeSession:
     def __init__(self, driver: ClaudeCodeDriver, start: dict[str, Any]):
         self.driver = driver
         self.session_id = start["session_id"]
-        self.root = driver.state_dir / _safe(self.session_id)
+        self.box = start.get("sandbox")  # a hosted Environment's sandbox (runtime.sandbox), or None
+        self.root = driver.state_dir / _safe(self.session_id) if self.box is None else \
+            self.box.session_dir("claude_code", self.session_id)
         self.config_dir = self.root / "config"
         self.config_dir.mkdir(parents=True, exist_ok=True)
-        self.cwd = self.root / "work"  # environment none: a private empty directory
-        self.cwd.mkdir(exist_ok=True)
+        if self.box is not None:
+            self.box._own(self.config_dir)
+            self.cwd = self.box.workspace  # where the process starts on this host; /workspace inside
+        else:
+            self.cwd = self.root / "work"  # environment none: a private empty directory
+            self.cwd.mkdir(exist_ok=True)
         self.native_session: Optional[str] = self._saved()
         self.functions = FunctionsServer(tools_of(start, "function"), self._tool_call) \
             if tools_of(start, "function") else None
@@ -257,7 +280,7 @@ class ClaudeSession:
         if self.client is not None and self._owner is not None and not self._owner.done():
             return self.client
         options = sdk_options(start, self.driver.provider, self.functions, config_dir=self.config_dir,
-                              cwd=self.cwd, binary=self.driver.binary, resume=self.native_session)
+                              cwd=self.cwd, binary=self.driver.binary, resume=self.native_session, box=self.box)
         connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self._owner = asyncio.ensure_future(self._own(options, connected, self._stop))

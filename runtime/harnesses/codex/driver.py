@@ -22,17 +22,20 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import logging
 import os
 import pathlib
+import shutil
 import subprocess
 import uuid
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from ...protocol import TurnChannel, assistant_message
+from ...sandbox import INSIDE_OPT, INSIDE_WORKSPACE
 from .. import DEFAULT_MAX_WARM, NativeDriver, NativeTurn
 from ..common import AdapterError, placement, tools_of
 from . import config as adapter
@@ -222,10 +225,16 @@ class CodexSession:
     def __init__(self, driver: CodexDriver, start: dict[str, Any]):
         self.driver = driver
         self.session_id = start["session_id"]
-        self.root = driver.state_dir / _safe(self.session_id)
+        self.box = start.get("sandbox")  # a hosted Environment's sandbox (runtime.sandbox), or None
+        self.root = driver.state_dir / _safe(self.session_id) if self.box is None else \
+            self.box.session_dir("codex", self.session_id)
         self.home = self.root / "home"
         self.home.mkdir(parents=True, exist_ok=True)
-        if placement(start) == "none":
+        if self.box is not None:
+            self.box._own(self.home)
+            self.cwd = pathlib.Path(INSIDE_WORKSPACE)  # the path inside the sandbox; Codex's own sandbox nests
+            self.sandbox = "workspace-write"
+        elif placement(start) == "none":
             self.cwd = self.root / "work"  # environment none: a private empty directory, read-only
             self.cwd.mkdir(exist_ok=True)
             self.sandbox = "read-only"
@@ -253,13 +262,30 @@ class CodexSession:
     async def _ensure(self, start: dict[str, Any]) -> JsonRpcPeer:
         if self.peer is not None and self.peer.alive:
             return self.peer
-        native = native_config(start, self.driver.provider, self.driver.catalog_path(start))
+        provider, catalog = self.driver.provider, self.driver.catalog_path(start)
+        if self.box is not None:  # the model through the bridge (no key inside), the catalog beside the state
+            provider = dataclasses.replace(provider, base_url=self.box.provider_url("codex"))
+            if catalog:
+                copy = self.root / "model_catalog.json"
+                shutil.copyfile(catalog, copy)
+                catalog = self.box.inside(copy)
+        native = native_config(start, provider, catalog)
         declared = adapter.config(start)
         (self.home / "config.toml").write_text(adapter.render_toml(native))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENTS_CORE_"))}
-        env["CODEX_HOME"] = str(self.home)
+        if self.box is not None:
+            extra = {"CODEX_HOME": self.box.inside(self.home)}
+            if provider.env_key:
+                extra[provider.env_key] = "sandbox-bridge"  # the bridge puts the operator's key on the request
+            env = self.box.environ(extra)
+            argv = self.box.argv([f"{INSIDE_OPT}/codex/{pathlib.Path(self.driver.binary).name}", "app-server"],
+                                 binaries=("codex",))
+            spawn_cwd = str(self.box.workspace)
+        else:
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENTS_CORE_"))}
+            env["CODEX_HOME"] = str(self.home)
+            argv, spawn_cwd = [self.driver.binary, "app-server"], str(self.cwd)
         peer = JsonRpcPeer(self._notification, self._request, self._exited)
-        await peer.spawn([self.driver.binary, "app-server"], env, str(self.cwd))
+        await peer.spawn(argv, env, spawn_cwd)
         try:
             await peer.request("initialize", {"clientInfo": CLIENT_INFO, "capabilities": {"experimentalApi": True}},
                                timeout=START_TIMEOUT)

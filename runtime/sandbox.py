@@ -1,0 +1,431 @@
+"""Hosted Environments: each `openai_hosted` Environment runs in a bubblewrap sandbox of its own.
+
+A Runtime started with `--hosted-environments DIR` is an operator's host for hosted Environments. The
+host is shared by every tenant, so each Environment's native Harness process, its tools, its stdio MCP
+servers and its setup run inside one sandbox that sees only:
+- its private workspace at `/workspace` and its own home at `/home/agent` (both kept on this host under
+  DIR/envs/<env_id>, owned by a uid of the Environment's own when the Runtime runs as root);
+- its Harness state at `/state` (CODEX_HOME, Claude's config directory; one directory per Session);
+- the Harness binary, read-only, at `/opt/agents-core/<harness>`;
+- read-only system directories (/usr and the few /etc files a process needs), a fresh /tmp, /proc of its
+  own pid namespace;
+- an environment cleared to PATH, HOME, LANG, what the Session declares (`env`) and what the Harness
+  needs. bwrap itself is started with that same environment, so the sandbox's pid 1 (readable at
+  /proc/1/environ from inside) holds nothing else.
+It never sees the Runtime's state directory, its Core token, the operator's model key or another
+Environment. The model provider is reached through a bridge (`runtime/bridge.py`): the Harness talks to
+a loopback URL, and the Runtime adds the operator's key on its side of the bridge, so the sandbox can
+call the provider but never read the key. With `network.access: disabled` the sandbox has its own
+network namespace (loopback only) and the bridge arrives as a Unix socket, relayed to a loopback port
+inside by a small forwarder.
+
+An Environment is prepared once on its host (files, packages, setup commands; `prepare`), and its
+Turns always run here (Core keeps the affinity). A Harness process stops when idle (the driver's idle
+bound), which stops its sandbox; the next Turn starts a new one over the same workspace.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import os
+import pathlib
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+log = logging.getLogger("runtime.sandbox")
+
+INSIDE_WORKSPACE = "/workspace"
+INSIDE_HOME = "/home/agent"
+INSIDE_STATE = "/state"
+INSIDE_RUN = "/run/agents-core"
+INSIDE_OPT = "/opt/agents-core"
+BRIDGE_PORT = 8555  # inside a sandbox without network: the forwarder's loopback port
+UID_BASE = 200_000  # Environments' own host uids (when the Runtime runs as root)
+SETUP_TIMEOUT = float(os.environ.get("AGENTS_CORE_SETUP_TIMEOUT", "300"))
+PACKAGE_TIMEOUT = float(os.environ.get("AGENTS_CORE_PACKAGE_TIMEOUT", "600"))
+_ENV_ID = re.compile(r"env_[A-Za-z0-9_-]{1,120}")
+_SYSTEM_FILES = ("/etc/ssl", "/etc/ca-certificates", "/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf",
+                 "/etc/host.conf", "/etc/gai.conf", "/etc/localtime", "/etc/alternatives", "/etc/mime.types",
+                 "/etc/pki", "/etc/crypto-policies")
+_PATH = f"{INSIDE_HOME}/.local/bin:{INSIDE_HOME}/.npm-global/bin:/usr/local/bin:/usr/bin:/bin"
+FORWARDER = """\
+import socket, sys, threading
+def pipe(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            b.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+def serve(client):
+    upstream = socket.socket(socket.AF_UNIX)
+    try:
+        upstream.connect(sys.argv[2])
+    except OSError:
+        client.close()
+        return
+    threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
+    pipe(upstream, client)
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", int(sys.argv[1])))
+server.listen(64)
+while True:
+    conn, _ = server.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+"""
+
+
+class SandboxError(Exception):
+    """The sandbox cannot start or the Environment cannot be prepared; the message is safe to show."""
+
+
+class PreparationFailed(SandboxError):
+    def __init__(self, message: str, code: str = "environment_setup_failed"):
+        super().__init__(message)
+        self.code = code
+
+
+def check_bubblewrap() -> str:
+    """The bwrap binary, after a trivial sandbox ran: a clear error at Runtime start otherwise."""
+    binary = shutil.which("bwrap")
+    if binary is None:
+        raise SandboxError("--hosted-environments needs bubblewrap (bwrap) to isolate each Environment, and it is "
+                           "not installed: install Debian's `bubblewrap` (apt-get install bubblewrap).")
+    probe = [binary, "--unshare-user", "--unshare-pid", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+             "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+             "--proc", "/proc", "--dev", "/dev", "/bin/true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=30, env={"PATH": "/usr/bin:/bin"})  # noqa: S603
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SandboxError(f"bubblewrap does not run here: {exc}") from None
+    if done.returncode != 0:
+        raise SandboxError("bubblewrap cannot create a sandbox on this host (user namespaces disabled?): "
+                           f"{done.stderr.strip()[:300]}")
+    return binary
+
+
+@dataclass
+class Bridge:
+    """How a sandbox reaches one model provider: `url` inside, and the Unix socket on this host."""
+
+    url_enabled: str  # with the host's network: the bridge's loopback TCP URL
+    socket_path: str  # without: the Unix socket bound into the sandbox
+    path: str = ""  # the provider's base path ("/v1" for the Responses API)
+
+
+@dataclass
+class Sandbox:
+    """One hosted Environment on this host."""
+
+    hosts: HostedEnvironments
+    env_id: str
+    root: pathlib.Path
+    uid: Optional[int]
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def workspace(self) -> pathlib.Path:
+        return self.root / "workspace"
+
+    @property
+    def home(self) -> pathlib.Path:
+        return self.root / "home"
+
+    @property
+    def state(self) -> pathlib.Path:
+        return self.root / "state"
+
+    @property
+    def network(self) -> str:
+        return ((self.config.get("network") or {}).get("access")) or "disabled"
+
+    def session_dir(self, harness: str, session_id: str) -> pathlib.Path:
+        path = self.state / harness / _safe(session_id)
+        path.mkdir(parents=True, exist_ok=True)
+        self._own(self.state / harness, path)
+        return path
+
+    def inside(self, host_path: pathlib.Path | str) -> str:
+        """The path a host path of this Environment has inside its sandbox."""
+        path = pathlib.Path(host_path)
+        for host, inner in ((self.workspace, INSIDE_WORKSPACE), (self.home, INSIDE_HOME), (self.state, INSIDE_STATE)):
+            try:
+                rel = path.relative_to(host)
+            except ValueError:
+                continue
+            return inner if str(rel) == "." else f"{inner}/{rel}"
+        raise SandboxError(f"{host_path} is not inside the Environment {self.env_id}")
+
+    def provider_url(self, harness: str) -> str:
+        """The model provider's base URL as the Harness inside this sandbox sees it."""
+        bridge = self.hosts.bridges[harness]
+        if self.network == "enabled":
+            return bridge.url_enabled + bridge.path
+        return f"http://127.0.0.1:{BRIDGE_PORT}{bridge.path}"
+
+    # -- the environment and the command line ------------------------------------------------------
+    def environ(self, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
+        """Everything a process in this sandbox sees: nothing of the Runtime's own environment."""
+        env = {"PATH": _PATH, "HOME": INSIDE_HOME, "LANG": "C.UTF-8", "USER": "agent", "LOGNAME": "agent",
+               "SHELL": "/bin/sh", "TERM": "dumb"}
+        env.update({k: str(v) for k, v in (self.config.get("env") or {}).items()})
+        env.update(extra or {})
+        return env
+
+    def argv(self, command: list[str], *, network: Optional[str] = None, binaries: tuple[str, ...] = (),
+             cwd: str = INSIDE_WORKSPACE) -> list[str]:
+        """The bwrap (and setpriv) command line that runs `command` inside this sandbox."""
+        network = network or self.network
+        words: list[str] = []
+        if self.uid is not None:
+            words += [self.hosts.setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
+                      "--inh-caps=-all"]
+        words += [self.hosts.bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                  "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+                  "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
+                  "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                  "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/run", "--dir", "/var/tmp"]  # noqa: S108 - its own
+        for path in _SYSTEM_FILES:
+            words += ["--ro-bind-try", path, path]
+        words += ["--ro-bind", str(self.hosts.passwd), "/etc/passwd", "--ro-bind", str(self.hosts.group), "/etc/group",
+                  "--bind", str(self.workspace), INSIDE_WORKSPACE, "--bind", str(self.home), INSIDE_HOME,
+                  "--bind", str(self.state), INSIDE_STATE]
+        for name in binaries:
+            host_dir = self.hosts.binaries[name]
+            words += ["--ro-bind", host_dir, f"{INSIDE_OPT}/{name}"]
+        if network == "disabled":
+            words += ["--unshare-net", "--ro-bind", str(self.hosts.forwarder), f"{INSIDE_RUN}/forward.py"]
+            for harness in binaries:
+                if harness in self.hosts.bridges:
+                    words += ["--bind", self.hosts.bridges[harness].socket_path, f"{INSIDE_RUN}/{harness}.sock"]
+        words += ["--chdir", cwd, "--"]
+        if network == "disabled" and any(h in self.hosts.bridges for h in binaries):
+            harness = next(h for h in binaries if h in self.hosts.bridges)
+            # The bridge reaches the Harness on a loopback port of the sandbox's own network.
+            script = (f'/usr/bin/python3 -I {INSIDE_RUN}/forward.py {BRIDGE_PORT} {INSIDE_RUN}/{harness}.sock & '
+                      'i=0; while [ $i -lt 50 ] && ! (exec 3<>/dev/tcp/127.0.0.1/' + str(BRIDGE_PORT) +
+                      ') 2>/dev/null; do sleep 0.02; i=$((i+1)); done; exec "$@"')
+            words += ["/bin/bash", "-c", script, "sandbox"]
+        return words + command
+
+    def launcher(self, harness: str, inside_binary: str, keep: list[str]) -> str:
+        """An executable that starts `inside_binary` in this sandbox with only the variables named in
+        `keep` (for SDKs that merge the parent's whole environment into their child's). It holds names
+        and paths, never a value."""
+        path = self.root / "launch" / harness
+        path.parent.mkdir(parents=True, exist_ok=True)
+        argv = self.argv([inside_binary], binaries=(harness,))
+        text = (f"#!{sys.executable} -I\nimport os, sys\nKEEP = {sorted(set(keep))!r}\nARGV = {argv!r}\n"
+                "env = {k: v for k, v in os.environ.items() if k in KEEP}\n"
+                "os.execve(ARGV[0], ARGV + sys.argv[1:], env)\n")
+        partial = path.with_suffix(".tmp")
+        partial.write_text(text)
+        partial.chmod(0o700)
+        partial.replace(path)
+        return str(path)
+
+    def run(self, command: str, *, network: str, timeout: float, cwd: str = INSIDE_WORKSPACE) -> int:
+        """One shell command inside the sandbox (setup, packages); its output goes to the Runtime's debug log only."""
+        argv = self.argv(["/bin/sh", "-c", command], network=network, cwd=cwd)
+        try:
+            done = subprocess.run(argv, env=self.environ(), stdin=subprocess.DEVNULL, capture_output=True,  # noqa: S603
+                                  timeout=timeout, cwd=str(self.workspace))
+        except subprocess.TimeoutExpired:
+            return -1
+        log.debug("sandbox %s: exit %s", self.env_id, done.returncode)
+        return done.returncode
+
+    # -- preparation -----------------------------------------------------------------------------------
+    def prepared(self) -> bool:
+        return (self.root / "prepared.json").exists()
+
+    def prepare(self) -> bool:
+        """Files, packages and setup commands, once per Environment on this host. Returns whether it
+        prepared now (False: it already was). Raises PreparationFailed naming what failed, never a
+        command's body."""
+        with self.hosts.lock_for(self.env_id):
+            if self.prepared():
+                return False
+            for i, entry in enumerate(self.config.get("files") or []):
+                self._write_file(i, entry)
+            packages = self.config.get("packages") or {}
+            python = [str(p) for p in packages.get("python") or []]
+            if python:
+                code = self.run(_quote(["/usr/bin/python3", "-m", "pip", "install", "--user", "--quiet",
+                                        "--break-system-packages", "--no-warn-script-location", "--", *python]),
+                                network="enabled", timeout=PACKAGE_TIMEOUT)
+                if code != 0:
+                    raise PreparationFailed(f"Installing packages.python failed (exit code {code}).",
+                                            "package_install_failed")
+            npm = [str(p) for p in packages.get("npm") or []]
+            if npm:
+                code = self.run(_quote(["npm", "install", "--global", "--silent", "--prefix",
+                                        f"{INSIDE_HOME}/.npm-global", "--", *npm]), network="enabled",
+                                timeout=PACKAGE_TIMEOUT)
+                if code != 0:
+                    raise PreparationFailed(f"Installing packages.npm failed (exit code {code}).",
+                                            "package_install_failed")
+            for i, step in enumerate(self.config.get("setup_commands") or []):
+                code = self.run(str(step.get("command") or ""), network=self.network, timeout=SETUP_TIMEOUT,
+                                cwd=str(step.get("cwd") or INSIDE_WORKSPACE))
+                if code == -1:
+                    raise PreparationFailed(f"setup_commands[{i}] did not finish within {SETUP_TIMEOUT:g} seconds.",
+                                            "setup_command_timeout")
+                if code != 0:
+                    raise PreparationFailed(f"setup_commands[{i}] exited with code {code}.", "setup_command_failed")
+            (self.root / "prepared.json").write_text(json.dumps({"prepared_at": int(time.time())}))
+            return True
+
+    def _write_file(self, index: int, entry: dict[str, Any]) -> None:
+        path = str(entry.get("path") or "")
+        if not path.startswith(INSIDE_WORKSPACE + "/"):
+            raise PreparationFailed(f"files[{index}].path must be inside {INSIDE_WORKSPACE}.", "invalid_file")
+        rel = pathlib.PurePosixPath(path).relative_to(INSIDE_WORKSPACE)
+        if any(part in ("..", "") for part in rel.parts):
+            raise PreparationFailed(f"files[{index}].path must be inside {INSIDE_WORKSPACE}.", "invalid_file")
+        try:
+            data = base64.b64decode(str(entry.get("data") or ""), validate=True)
+        except ValueError:
+            raise PreparationFailed(f"files[{index}].data is not standard base64.", "invalid_file") from None
+        target = self.workspace.joinpath(*rel.parts)
+        parent = self.workspace
+        for part in rel.parts[:-1]:  # no symlink of the workspace may lead a write outside it
+            parent = parent / part
+            if parent.is_symlink():
+                raise PreparationFailed(f"files[{index}].path goes through a symbolic link.", "invalid_file")
+            parent.mkdir(exist_ok=True)
+            self._own(parent)
+        if target.is_symlink():
+            target.unlink()
+        target.write_bytes(data)
+        self._own(target)
+
+    def _own(self, *paths: pathlib.Path) -> None:
+        if self.uid is not None:
+            for path in paths:
+                os.chown(path, self.uid, self.uid, follow_symlinks=False)
+
+
+class HostedEnvironments:
+    """This host's hosted Environments, under DIR/envs/<env_id>; DIR/host-id names the host to Core."""
+
+    def __init__(self, directory: str, binaries: dict[str, str]):
+        self.bwrap = check_bubblewrap()
+        self.setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+        self.directory = pathlib.Path(directory).expanduser().resolve()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        # Traversable, not listable: each Environment's uid reaches its own directory, and no other.
+        os.chmod(self.directory, 0o711)  # noqa: S103
+        (self.directory / "envs").mkdir(exist_ok=True)
+        os.chmod(self.directory / "envs", 0o711)  # noqa: S103
+        self.as_root = os.geteuid() == 0
+        if self.as_root:
+            _check_traversable(self.directory)
+        self.binaries = binaries  # harness -> host directory bound read-only at /opt/agents-core/<harness>
+        self.bridges: dict[str, Bridge] = {}
+        self.host_id = self._host_id()
+        self.forwarder = self.directory / "forward.py"
+        self.forwarder.write_text(FORWARDER)
+        self.forwarder.chmod(0o644)
+        self.passwd, self.group = self._identity_files()
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self.sandboxes: dict[str, Sandbox] = {}
+
+    def _host_id(self) -> str:
+        path = self.directory / "host-id"
+        if not path.exists():
+            path.write_text("host_" + secrets.token_hex(8))
+        return path.read_text().strip()
+
+    def _identity_files(self) -> tuple[pathlib.Path, pathlib.Path]:
+        """An /etc/passwd and /etc/group naming only the sandbox's user (not the host's accounts)."""
+        passwd, group = self.directory / "passwd", self.directory / "group"
+        passwd.write_text(f"agent:x:1000:1000:agent:{INSIDE_HOME}:/bin/sh\n"
+                          "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+        group.write_text("agent:x:1000:\nnogroup:x:65534:\n")
+        for path in (passwd, group):
+            path.chmod(0o644)
+        return passwd, group
+
+    def declaration(self) -> dict[str, str]:
+        """What `runtime.hello` says of this Runtime's isolation."""
+        return {"type": "bubblewrap", "host_id": self.host_id}
+
+    def lock_for(self, env_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(env_id, threading.Lock())
+
+    def _uid(self, root: pathlib.Path) -> Optional[int]:
+        """The Environment's own host uid (stable: kept beside it), or None when not running as root."""
+        if not self.as_root:
+            return None
+        path = root / "uid"
+        if path.exists():
+            return int(path.read_text())
+        with self._guard:
+            taken = {int(p.read_text()) for p in (self.directory / "envs").glob("*/uid")}
+            digest = int(hashlib.sha256(root.name.encode()).hexdigest(), 16)
+            uid = UID_BASE + digest % 60_000
+            while uid in taken:
+                uid += 1
+            path.write_text(str(uid))
+        return uid
+
+    def sandbox(self, environment: dict[str, Any]) -> Sandbox:
+        """The Environment of a turn.start (`environment.id`, `environment.hosted`), its directories made."""
+        env_id = str(environment.get("id") or "")
+        if not _ENV_ID.fullmatch(env_id):
+            raise SandboxError("The Turn names no hosted Environment this Runtime can run.")
+        config = environment.get("hosted") or {}
+        root = self.directory / "envs" / env_id
+        root.mkdir(exist_ok=True)
+        os.chmod(root, 0o711)  # noqa: S103
+        uid = self._uid(root)
+        sandbox = Sandbox(self, env_id, root, uid, config)
+        for path in (sandbox.workspace, sandbox.home, sandbox.state):
+            path.mkdir(exist_ok=True)
+            os.chmod(path, 0o700)
+            sandbox._own(path)
+        (root / "launch").mkdir(exist_ok=True)
+        os.chmod(root / "launch", 0o700)
+        self.sandboxes[env_id] = sandbox
+        return sandbox
+
+
+def _check_traversable(directory: pathlib.Path) -> None:
+    """Each Environment runs as a uid of its own, which must reach its directory under `directory`."""
+    for parent in [directory, *directory.parents]:
+        if not parent.stat().st_mode & 0o001:
+            raise SandboxError(f"--hosted-environments {directory}: {parent} is not traversable by other users "
+                               f"(mode {parent.stat().st_mode & 0o777:o}), so the Environments' own uids cannot "
+                               "reach their workspaces; choose a directory such as /var/lib/agents-core/hosted.")
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:128]
+
+
+def _quote(words: list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(w) for w in words)
