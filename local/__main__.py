@@ -27,6 +27,11 @@ def runtime_line(stack: LocalStack) -> str:
     if native:
         line += f"\n  native Runtime:          {', '.join(native)} on the scripted model provider " \
                 f"(requests logged to {stack.info.get('provider_log')})"
+    if stack.info.get("hosted_environments"):
+        line += f"\n  hosted Runtime:          openai_hosted Environments, one bubblewrap sandbox each, in " \
+                f"{stack.info['hosted_environments']}"
+    elif stack.info.get("hosted_environments_error"):
+        line += f"\n  hosted Runtime:          not started: {stack.info['hosted_environments_error']}"
     return line
 
 
@@ -41,6 +46,7 @@ Settings come from the environment:
   AGENTS_CORE_DEV_TENANT       its tenant (dev)
   AGENTS_CORE_START_RUNTIME    0: start no reference Runtime
   AGENTS_CORE_NATIVE_HARNESSES codex,claude_code: run those natively on the scripted model provider
+  AGENTS_CORE_HOSTED_ENVIRONMENTS 0: start no hosted-environments Runtime (openai_hosted Sessions)
   AGENTS_CORE_HEARTBEAT_SECONDS, AGENTS_CORE_WS_DELIVERY (direct|ordered|concurrent)
 """
 
