@@ -5,9 +5,11 @@ reference Runtime as its own process. Same template, same handlers, same ASL as 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -53,6 +55,17 @@ RUNTIME_HARNESSES = ("scripted", "codex", "claude_code", "minimax_code")
 NATIVE_HARNESSES = ("codex", "claude_code")  # what the reference Runtime can run on real engines
 
 
+def hosted_directory(state: pathlib.Path) -> pathlib.Path:
+    """Where the local hosted Runtime keeps its Environments: beside the stack's state when every parent
+    directory is traversable (each Environment's own uid must reach its workspace), else under /var/tmp."""
+    preferred = (state / "hosted").resolve()
+    parents = [preferred.parent, *preferred.parent.parents]
+    if os.geteuid() != 0 or all(p.stat().st_mode & 0o001 for p in parents if p.exists()):
+        return preferred
+    digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:12]
+    return pathlib.Path("/var/tmp") / f"agents-core-hosted-{digest}"  # noqa: S108 - 1777; DIR itself is 0711
+
+
 def native_harnesses(value: str) -> list[str]:
     names = [v.strip() for v in value.split(",") if v.strip()]
     unknown = [n for n in names if n not in NATIVE_HARNESSES]
@@ -83,6 +96,9 @@ class Config:
     # the dev tenant's self_hosted Environments served on this machine, each through its own enrollment
     connect_environments: bool = field(default_factory=lambda: os.environ.get(
         "AGENTS_CORE_CONNECT_ENVIRONMENTS", "1") != "0")
+    # one Runtime for openai_hosted Environments, each in a bubblewrap sandbox (needs bwrap)
+    hosted_environments: bool = field(default_factory=lambda: os.environ.get(
+        "AGENTS_CORE_HOSTED_ENVIRONMENTS", "1") != "0")
     native_harnesses: list[str] = field(default_factory=lambda: native_harnesses(
         os.environ.get("AGENTS_CORE_NATIVE_HARNESSES", "")))
     table: str = "agents-core-local"
@@ -172,6 +188,7 @@ class LocalStack:
         self._threads: list[threading.Thread] = []
         self.runtime_process: Optional[subprocess.Popen[bytes]] = None
         self.native_runtime_process: Optional[subprocess.Popen[bytes]] = None
+        self.hosted_runtime_process: Optional[subprocess.Popen[bytes]] = None
         self.started_at = time.perf_counter()
 
     # -- start ---------------------------------------------------------------------------------------
@@ -296,6 +313,29 @@ class LocalStack:
                 argv += ["--harness", harness]
             self.native_runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603
         info["native_harnesses"] = list(config.native_harnesses)
+        self._start_hosted_runtime(info, env, common)
+
+    def _start_hosted_runtime(self, info: dict[str, Any], env: dict[str, str], common: list[str]) -> None:
+        """One Runtime for openai_hosted Environments (every Harness; the native ones natively), each
+        Environment in a bubblewrap sandbox of its own. Without bwrap the stack runs on and says why."""
+        config = self.config
+        info["hosted_environments"] = None
+        if not config.hosted_environments:
+            return
+        if shutil.which("bwrap") is None:
+            info["hosted_environments_error"] = "bubblewrap (bwrap) is not installed: openai_hosted Sessions " \
+                                                "wait for a hosted Runtime (apt-get install bubblewrap)"
+            return
+        directory = hosted_directory(config.stack_file.parent)
+        argv = [sys.executable, "-m", "runtime", *common, "--hosted-environments", str(directory),
+                "--state-dir", str(config.stack_file.parent / "hosted-state")]
+        for harness in RUNTIME_HARNESSES:
+            argv += ["--harness", harness]
+        if config.native_harnesses:
+            argv += ["--native", ",".join(config.native_harnesses), "--model-provider", "scripted",
+                     "--provider-log", str(config.stack_file.parent / "provider.jsonl")]
+        self.hosted_runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603 - our own module
+        info["hosted_environments"] = str(directory)
 
     def _serve(self, app: Any, sock: socket.socket, **options: Any) -> None:
         import uvicorn
@@ -435,10 +475,11 @@ class LocalStack:
     def stop(self) -> None:
         if getattr(self, "environment_connector", None) is not None:
             self.environment_connector.stop()
-        for process in (self.runtime_process, self.native_runtime_process):
+        runtimes = (self.runtime_process, self.native_runtime_process, self.hosted_runtime_process)
+        for process in runtimes:
             if process and process.poll() is None:
                 process.terminate()
-        for process in (self.runtime_process, self.native_runtime_process):
+        for process in runtimes:
             if process:
                 try:
                     process.wait(timeout=10)
