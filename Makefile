@@ -6,7 +6,7 @@ SAM_VENV := .venv-sam
 SAM := $(SAM_VENV)/bin/sam
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test lint browser asl unit integration e2e bench build deploy validate clean sam-cli
+.PHONY: dev test lint browser sandbox asl unit integration e2e bench build deploy validate clean sam-cli
 
 $(STAMP): requirements-dev.txt layers/contract/requirements.txt runtime/requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ node_modules/.installed: package.json
 	touch node_modules/.installed
 
 ## test: lint (ruff, cfn-lint, sam validate when installed, asl-validator) then every test
-test: lint browser
+test: lint browser sandbox
 	$(PY) -m pytest -n 2 --dist loadfile --durations=15 --cov=agents_contract --cov-report=term --cov-fail-under=95
 
 ## browser: Debian's chromium for the dashboard test, installed where this machine allows it
@@ -31,6 +31,16 @@ browser:
 		 (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1)) \
 		|| echo "could not install chromium: the dashboard browser test will be skipped"; \
 	else echo "no chromium and no way to install it: the dashboard browser test will be skipped"; fi
+
+## sandbox: Debian's bubblewrap, which isolates each hosted Environment, installed where this machine allows it
+sandbox:
+	@if command -v bwrap >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian bubblewrap for hosted Environments..."; \
+		(DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+		 (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1)) \
+		|| echo "could not install bubblewrap: the hosted Environment tests will fail"; \
+	else echo "no bubblewrap and no way to install it: the hosted Environment tests will fail"; fi
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -50,7 +60,7 @@ integration: $(STAMP)
 	$(PY) -m pytest tests/integration
 
 ## dev: the whole system on this machine (no AWS, no Docker)
-dev: $(STAMP)
+dev: $(STAMP) sandbox
 	$(PY) -m local
 
 ## bench: every benchmark in bench/, JSON under bench/results/
