@@ -3,7 +3,7 @@ The SSE stream (`GET .../events`) is the streaming function's (functions/session
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_core import agents, environments, sessions
+from agents_core import agents, environments, sessions, subagents
 from agents_core.http import entrypoint, json_response, new_app, query, tenant
 from agents_core.observability import logger, metrics
 from agents_core.pagination import list_params
@@ -43,6 +43,40 @@ def list_turn_items(session_id: str, turn_id: str):
 @app.get("/v1/agents/sessions/<session_id>/items")
 def list_items(session_id: str):
     return json_response(200, sessions.list_items(default_store(), tenant(app), session_id, list_params(query(app))))
+
+
+@app.get("/v1/agents/sessions/<session_id>/subagents")
+def list_subagents(session_id: str):
+    return json_response(200, subagents.list_page(default_store(), tenant(app), session_id, list_params(query(app))))
+
+
+@app.get("/v1/agents/sessions/<session_id>/subagents/<subagent_id>")
+def retrieve_subagent(session_id: str, subagent_id: str):
+    return json_response(200, subagents.retrieve(default_store(), tenant(app), session_id, subagent_id))
+
+
+@app.get("/v1/agents/sessions/<session_id>/subagents/<subagent_id>/items")
+def list_subagent_items(session_id: str, subagent_id: str):
+    params = list_params(query(app))
+    return json_response(200, subagents.list_items(default_store(), tenant(app), session_id, subagent_id, params))
+
+
+@app.get("/v1/agents/sessions/<session_id>/subagents/<subagent_id>/turns")
+def list_subagent_turns(session_id: str, subagent_id: str):
+    params = list_params(query(app))
+    return json_response(200, subagents.list_turns(default_store(), tenant(app), session_id, subagent_id, params))
+
+
+@app.get("/v1/agents/sessions/<session_id>/subagents/<subagent_id>/turns/<turn_id>")
+def retrieve_subagent_turn(session_id: str, subagent_id: str, turn_id: str):
+    return json_response(200, subagents.retrieve_turn(default_store(), tenant(app), session_id, subagent_id, turn_id))
+
+
+@app.get("/v1/agents/sessions/<session_id>/subagents/<subagent_id>/turns/<turn_id>/items")
+def list_subagent_turn_items(session_id: str, subagent_id: str, turn_id: str):
+    params = list_params(query(app))
+    return json_response(200, subagents.list_items(default_store(), tenant(app), session_id, subagent_id, params,
+                                                   turn_id))
 
 
 @app.get("/v1/agents/environments")

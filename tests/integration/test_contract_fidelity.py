@@ -305,14 +305,6 @@ def _not_built_calls(c, session_id):
         "automations.invocations.retrieve": lambda: a.automations.invocations.retrieve("inv_1",
                                                                                         automation_id="auto_1"),
         "automations.invocations.list": lambda: a.automations.invocations.list("auto_1"),
-        "sessions.subagents.retrieve": lambda: a.sessions.subagents.retrieve("sub_1", session_id=session_id),
-        "sessions.subagents.list": lambda: a.sessions.subagents.list(session_id),
-        "sessions.subagents.turns.retrieve": lambda: a.sessions.subagents.turns.retrieve(
-            "turn_1", session_id=session_id, subagent_id="sub_1"),
-        "sessions.subagents.turns.list": lambda: a.sessions.subagents.turns.list("sub_1", session_id=session_id),
-        "sessions.subagents.turns.items.list": lambda: a.sessions.subagents.turns.items.list(
-            "turn_1", session_id=session_id, subagent_id="sub_1"),
-        "sessions.subagents.items.list": lambda: a.sessions.subagents.items.list("sub_1", session_id=session_id),
         "sessions.artifacts.retrieve": lambda: a.sessions.artifacts.retrieve("art_1", session_id=session_id),
         "sessions.artifacts.list": lambda: a.sessions.artifacts.list(session_id),
         "sessions.artifacts.delete": lambda: a.sessions.artifacts.delete("art_1", session_id=session_id),
@@ -333,7 +325,7 @@ def test_every_sdk_resource_not_built_answers_a_clear_400_and_writes_nothing(cli
         assert "not supported by this deployment yet" in body["message"] and body["param"] is None, name
         assert err.value.response.headers["x-should-retry"] == "false"
     assert scan(aws) == before
-    assert len(calls) == 39  # environments.retrieve and .list are built
+    assert len(calls) == 33  # environments.retrieve and .list, and the six Subagent reads, are built
 
 
 def test_not_built_resources_are_named_in_the_readme():

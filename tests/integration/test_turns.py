@@ -145,7 +145,9 @@ def test_result_after_abandon_is_409(client, runtime):
 def test_subagent_call_answered_under_root_or_child_turn(client, runtime, answer_under):
     session = session_with(client, "subagent call get_weather {}\nsay done")
     action = pending(client, session.id)
-    item = [i for i in client.beta.agents.sessions.items.list(session.id).data if i.type == "function_call"][0]
+    subagents = client.beta.agents.sessions.subagents
+    subagent = wait_for(lambda: subagents.list(session.id).data)[0]
+    item = [i for i in subagents.items.list(subagent.id, session_id=session.id).data if i.type == "function_call"][0]
     assert item.call_id == action.call_id and item.turn_id != action.turn_id  # the child Turn id
     turn_id = action.turn_id if answer_under == "root" else item.turn_id
     client.beta.agents.sessions.events.create(session.id, events=[{**result(action), "turn_id": turn_id}])

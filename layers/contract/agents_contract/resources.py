@@ -128,6 +128,23 @@ def turn_resource(turn: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def subagent_resource(subagent: dict[str, Any]) -> dict[str, Any]:
+    """A Subagent as stored (its Runtime identity left out): `instructions` is the initial task as
+    output_text content, or null when the Harness did not report it."""
+    instructions = subagent.get("instructions")
+    return {
+        "id": subagent["id"],
+        "object": "agent.session.subagent",
+        "session_id": subagent["session_id"],
+        "parent_agent_id": subagent["parent_agent_id"],
+        "name": subagent.get("name"),
+        "instructions": [{"type": "output_text", "text": instructions}] if isinstance(instructions, str) else None,
+        "status": subagent["status"],
+        "opened_at": subagent["opened_at"],
+        "closed_at": subagent.get("closed_at"),
+    }
+
+
 def user_message_item(item_id: str, turn_id: str, content: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "id": item_id,
@@ -183,6 +200,14 @@ def turn_event(kind: str, event_id: str, turn: dict[str, Any]) -> dict[str, Any]
     if kind in ("agent.session.turn.completed", "agent.session.turn.failed", "agent.session.turn.cancelled"):
         event["usage"] = None  # the root agent's token usage: not reported by Runtimes yet
     return event
+
+
+SUBAGENT_EVENTS = ("agent.session.subagent.created", "agent.session.subagent.active", "agent.session.subagent.closed")
+
+
+def subagent_event(kind: str, event_id: str, subagent: dict[str, Any]) -> dict[str, Any]:
+    assert kind in SUBAGENT_EVENTS, kind
+    return {"type": kind, "event_id": event_id, "subagent": subagent}
 
 
 def item_event(kind: str, event_id: str, session_id: str, item: dict[str, Any],

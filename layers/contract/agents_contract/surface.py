@@ -23,7 +23,6 @@ NOT_BUILT: tuple[tuple[str, str], ...] = (
     (rf"agents/automations/{_SEGMENT}/invocations(/.*)?",
      "Automation invocations (client.beta.agents.automations.invocations)"),
     (r"agents/automations(/.*)?", "Automations (client.beta.agents.automations)"),
-    (rf"agents/sessions/{_SEGMENT}/subagents(/.*)?", "Subagent resources (client.beta.agents.sessions.subagents)"),
     (rf"agents/sessions/{_SEGMENT}/artifacts(/.*)?", "Artifacts (client.beta.agents.sessions.artifacts)"),
     (rf"agents/sessions/{_SEGMENT}/traces(/.*)?", "Traces (client.beta.agents.sessions.traces)"),
 )

@@ -84,6 +84,9 @@ class TurnState:
     input_from: int = 0
     input_through: int = 0
     closing: Optional[str] = None  # the terminal status being settled: observations are ignored from then on
+    # Child Turns of Subagents this root Turn runs that have not ended ({"id", "subagent_id"}): they end
+    # with it (agents_core.subagents).
+    children: list[dict[str, Any]] = field(default_factory=list)
     changed: set[str] = field(default_factory=set)
 
     @property
@@ -108,6 +111,7 @@ class TurnState:
             input_from=int(item.get("input_from", 0)),
             input_through=int(item.get("input_through", 0)),
             closing=item.get("closing"),
+            children=list(item.get("children") or []),
         )
 
     def set(self, **values: Any) -> None:
@@ -149,6 +153,8 @@ class Draft:
         self._refs: dict[tuple[str, str], Optional[dict[str, Any]]] = {}  # (turn, Runtime Item id) -> ref
         self._new_refs: set[tuple[str, str]] = set()
         self._changed_refs: set[tuple[str, str]] = set()
+        self._owners: dict[int, str] = {}  # Item position -> the Subagent whose history holds it
+        self._rows: dict[tuple[str, str], tuple[dict[str, Any], bool]] = {}  # other rows this commit puts
         self.messages_added = 0
         self.started: Optional[TurnState] = None  # the Turn this commit starts, if any
         self.dirty = False
@@ -178,6 +184,20 @@ class Draft:
         self.turns[turn.id] = turn
         if new_item is not None:
             self._new_turns[turn.id] = new_item
+
+    def row(self, key: dict[str, str]) -> Optional[dict[str, Any]]:
+        """A row as this commit leaves it (its own puts first), else as stored."""
+        pending = self._rows.get((key["PK"], key["SK"]))
+        return dict(pending[0]) if pending is not None else self.get(key)
+
+    def put_row(self, item: dict[str, Any], new: bool = False) -> None:
+        """One put per row per commit (a batch may create and change it: the last state wins); a new
+        row is conditioned on not existing. Every commit is conditioned on the Session, so a row read
+        in it cannot have changed unseen."""
+        key = (item["PK"], item["SK"])
+        was_new = self._rows[key][1] if key in self._rows else False
+        self._rows[key] = (dict(item), new or was_new)
+        self.dirty = True
 
     def call_state(self, call: dict[str, Any]) -> str:
         """A call's state as this commit sees it (its own earlier events included)."""
@@ -234,9 +254,12 @@ class Draft:
         """The Items of a Turn this commit writes, in position order."""
         return [item for _, item in sorted(self._items.items()) if item.get("turn_id") == turn_id]
 
-    def put_item(self, position: int, item: dict[str, Any]) -> None:
-        """The Item's latest state in this commit (a batch may add and finish it: one write)."""
+    def put_item(self, position: int, item: dict[str, Any], subagent_id: Optional[str] = None) -> None:
+        """The Item's latest state in this commit (a batch may add and finish it: one write).
+        `subagent_id`: a child Item, listed on that Subagent's routes only (Session lists are root-only)."""
         self._items[position] = item
+        if subagent_id:
+            self._owners[position] = subagent_id
         self.dirty = True
 
     # -- Runtime Item ids -------------------------------------------------------------------------
@@ -246,7 +269,8 @@ class Draft:
             row = self.store.get(ref_key(self.tenant, self.session_id, turn_id, runtime_id))
             self._refs[key] = {"id": row["id"], "position": int(row["position"]),
                                "output_index": int(row["output_index"]), "state": row["state"],
-                               "parts": [int(p) for p in row.get("parts") or []]} if row else None
+                               "parts": [int(p) for p in row.get("parts") or []],
+                               **{k: row[k] for k in ("child_turn_id", "subagent_id") if row.get(k)}} if row else None
         return self._refs[key]
 
     def new_item_ref(self, turn: TurnState, runtime_id: str) -> dict[str, Any]:
@@ -270,7 +294,7 @@ class Draft:
     def writes(self) -> int:
         """Writes this commit will make so far (composed ones included, Session and outbox too)."""
         return (len(self.tx.entries) + len(self._items) + len(self._changed_refs) + len(self._call_writes)
-                + len(self.turns) + 2)
+                + len(self.turns) + len(self._rows) + 2)
 
     def start_part(self, turn_id: str, runtime_id: str, index: int) -> bool:
         """Records that the Item's content part `index` was announced; False when it already was."""
@@ -340,6 +364,9 @@ class Draft:
                          "turn_id": turn_id, **ref}, "attribute_not_exists(PK)" if new else None)
         self._changed_refs.clear()
         self._new_refs.clear()
+        for row, new in self._rows.values():
+            self.tx.put(row, "attribute_not_exists(PK)" if new else None)
+        self._rows.clear()
         for turn in self.turns.values():
             self._write_turn(turn)
         for call_id, write in self._call_writes.items():
@@ -357,7 +384,8 @@ class Draft:
     def flush_items(self) -> None:
         for position, item in sorted(self._items.items()):
             self.tx.put({"PK": session_pk(self.tenant, self.session_id), "SK": item_sk(position), "kind": "item",
-                         "id": item["id"], "turn_id": item["turn_id"], "doc": jsonutil.dumps(item)})
+                         "id": item["id"], "turn_id": item["turn_id"], "subagent_id": self._owners.get(position),
+                         "doc": jsonutil.dumps(item)})
         self._items.clear()
 
     def _write_turn(self, turn: TurnState) -> None:
@@ -566,6 +594,9 @@ def settle(draft: Draft, turn: TurnState, status: str) -> None:
     drop_actions(draft, turn.id)
     # input waiting for an Environment connection ends with its Turn
     draft.required_actions = [a for a in draft.required_actions if a.get("type") != "environment_connection"]
+    from . import subagents  # child Turns end before their root Turn does
+
+    subagents.end_children(draft, turn, status)
     turn.set(status=status, completed_at=now(), task_token=None, closing=status)
     draft.emit_turn(f"agent.session.turn.{status}", turn)
     draft.active_turn = None
@@ -626,6 +657,6 @@ def close_open_items(draft: Draft, turn: TurnState, refs: list[dict[str, Any]]) 
             continue
         doc = jsonutil.loads(stored["doc"])
         doc["status"] = "incomplete"
-        draft.put_item(int(ref["position"]), doc)
+        draft.put_item(int(ref["position"]), doc, stored.get("subagent_id"))
         draft.emit(resources.item_event("agent.session.turn.item.done", new_id("evt"), draft.session_id, doc,
                                         int(ref["output_index"])))

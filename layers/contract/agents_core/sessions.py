@@ -249,12 +249,14 @@ def list_items(store: DynamoStore, tenant: str, session_id: str, params: ListPar
         position = _position(params.after)
         cursor = store.get({"PK": session_pk(tenant, session_id), "SK": item_sk(position)}) \
             if position is not None else None
-        if cursor is None or cursor.get("id") != params.after or (turn_id is not None and
-                                                                  cursor.get("turn_id") != turn_id):
+        if cursor is None or cursor.get("id") != params.after or cursor.get("subagent_id") or (
+                turn_id is not None and cursor.get("turn_id") != turn_id):
             raise InvalidRequest("Invalid session item ID in `after`", param=None)
         after = item_sk(position)
+    # Root-only: a Subagent's Items (rows with subagent_id) are listed on its own routes.
     result = store.query(pk=session_pk(tenant, session_id), sk_prefix="ITEM#", after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True,
-                         filter_expression="turn_id = :t" if turn_id else None,
+                         filter_expression="turn_id = :t" if turn_id else "attribute_not_exists(#sub)",
+                         names=None if turn_id else {"#sub": "subagent_id"},
                          values={":t": turn_id} if turn_id else None)
     return page([jsonutil.loads(i["doc"]) for i in result.items], result.has_more)

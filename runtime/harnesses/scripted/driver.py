@@ -5,7 +5,9 @@ The user message is a tiny script, one step per line:
     say <text>                 an assistant message (the last one is the final answer)
     answer <text>              the final answer, published unchanged (structured output)
     call <name> <json>         a function call; waits for its result, applies it, sends the receipt
-    subagent call <name> <json>  the same call made by a Subagent (its item names the child Turn)
+    subagent call <name> <json>  the same call made by a Subagent: the harness opens a Subagent, starts its
+                               child Turn, makes the call there (its item names the child Turn), answers
+                               in the child once the result is applied, ends the child Turn, closes it
     parallel <n> <name> <json> n calls at once; waits for all their results
     abandon <name> <json>      a function call the harness abandons before any result
     wait [seconds]             wait for steering input (its lines run as more steps) or cancellation
@@ -24,7 +26,7 @@ import time
 import uuid
 from typing import Any, Optional
 
-from ...protocol import TurnChannel
+from ...protocol import TurnChannel, assistant_message
 from .. import HarnessDriver, TurnHandle
 
 
@@ -70,6 +72,7 @@ class TurnRunner(TurnHandle):
         self.cancelled = threading.Event()
         self.steps = script_lines(start.get("input", []))
         self.schema = (start.get("execution_controls") or {}).get("output_format", {}).get("schema")
+        self.children: dict[str, str] = {}  # open child turn -> its Subagent (the Runtime's own ids)
 
     # -- Core -> Runtime ---------------------------------------------------------------------------
     def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
@@ -96,6 +99,9 @@ class TurnRunner(TurnHandle):
         try:
             self._execute()
         except Cancelled:
+            for child, subagent in list(self.children.items()):  # a cancel interrupts the children first
+                self.emit("turn.subagent.turn.ended", child_turn_id=child, status="cancelled")
+                self.emit("turn.subagent.closed", subagent_id=subagent)
             self.channel.finish("turn.cancelled")
         except Exception as exc:  # noqa: BLE001 - any harness failure fails the Turn
             self.channel.finish("turn.failed", error={"message": str(exc)[:200]})
@@ -118,7 +124,7 @@ class TurnRunner(TurnHandle):
             elif verb == "call":
                 self._call(rest)
             elif verb == "subagent":
-                self._call(rest.removeprefix("call ").strip(), child=_new("turn"))
+                self._subagent(rest.removeprefix("call ").strip())
             elif verb == "parallel":
                 count, _, call = rest.partition(" ")
                 self._parallel(int(count), call)
@@ -163,6 +169,25 @@ class TurnRunner(TurnHandle):
                 return
             if message.get("type") == "turn.input":
                 self.steps += script_lines([message.get("item", {})])
+
+    def _subagent(self, call: str) -> None:
+        """A child agent that makes one call: what a native Harness reports when it spawns a child."""
+        subagent, child = _new("agent"), _new("child")
+        self.emit("turn.subagent.opened", subagent_id=subagent, name=f"{call.partition(' ')[0]} worker",
+                  instructions=f"call {call}")
+        self.emit("turn.subagent.turn.started", subagent_id=subagent, child_turn_id=child)
+        self.children[child] = subagent
+        self._call(call, child=child)
+        item_id = _new("msg")
+        self.channel.emit_batch([
+            ("turn.item.added", {"child_turn_id": child,
+                                 "item": assistant_message(item_id, "final_answer", "in_progress", None)}),
+            ("turn.item.done", {"child_turn_id": child,
+                                "item": assistant_message(item_id, "final_answer", "completed", "child done")}),
+            ("turn.subagent.turn.ended", {"child_turn_id": child, "status": "completed"}),
+            ("turn.subagent.closed", {"subagent_id": subagent}),
+        ])
+        del self.children[child]
 
     def _parallel(self, count: int, rest: str) -> None:
         name, _, raw = rest.partition(" ")

@@ -8,7 +8,7 @@ from typing import Any, Optional
 from agents_contract import jsonutil, resources, runtime_items
 from agents_contract.errors import AgentsError, InvalidRequest
 
-from .. import engine
+from .. import engine, subagents
 from ..aws import Messenger, Workflow
 from ..ids import new_id, now
 from ..observability import logger
@@ -20,7 +20,8 @@ from .settlement import settlement_status
 
 OBSERVATIONS = ("turn.item.added", "turn.item.done", "turn.output_text.delta", "turn.function_call",
                 "turn.tool_result.applied", "turn.call.abandoned", "turn.heartbeat", "turn.completed",
-                "turn.failed", "turn.cancelled")
+                "turn.failed", "turn.cancelled", "turn.subagent.opened", "turn.subagent.closed",
+                "turn.subagent.turn.started", "turn.subagent.turn.ended")
 TERMINAL_OBSERVATIONS = {"turn.completed": "completed", "turn.failed": "failed", "turn.cancelled": "cancelled"}
 
 # Limits of the Runtime protocol (docs/runtime-protocol.md, "Limits").
@@ -368,21 +369,31 @@ def _item_added(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any]
     runtime_id, item = _runtime_item(draft, turn, msg.get("item"), done=False)
     if draft.item_ref(turn.id, runtime_id) is not None:
         raise Rejected(f"Invalid 'item.id': the Item '{runtime_id}' was already added.", param="item.id")
-    ref = draft.new_item_ref(turn, runtime_id)
-    item = {"id": ref["id"], **item, "turn_id": turn.id}
-    draft.put_item(ref["position"], item)
+    child = subagents.child_of(draft, msg)
+    ref = _new_ref(draft, turn, runtime_id, child)
+    item = {"id": ref["id"], **item, "turn_id": ref.get("child_turn_id") or turn.id}
+    draft.put_item(ref["position"], item, ref.get("subagent_id"))
     if item["status"] != "in_progress":
         draft.set_ref_state(turn.id, runtime_id, "done")
     draft.emit(resources.item_event("agent.session.turn.item.added", new_id("evt"), draft.session_id, item,
                                     ref["output_index"]))
 
 
+def _new_ref(draft: engine.Draft, turn: engine.TurnState, runtime_id: str,
+             child: Optional[dict[str, str]]) -> dict[str, Any]:
+    """A new Item of the Turn; a child Turn's Item (a Subagent's history) remembers its owner."""
+    ref = draft.new_item_ref(turn, runtime_id)
+    if child is not None:
+        ref.update(child_turn_id=child["turn_id"], subagent_id=child["subagent_id"])
+    return ref
+
+
 def _item_done(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
     runtime_id, item = _runtime_item(draft, turn, msg.get("item"), done=True)
     ref = draft.item_ref(turn.id, runtime_id)
     if ref is None:  # reported finished without an added: subscribers still see it added first
-        ref = draft.new_item_ref(turn, runtime_id)
-        added = {"id": ref["id"], **item, "turn_id": turn.id}
+        ref = _new_ref(draft, turn, runtime_id, subagents.child_of(draft, msg))
+        added = {"id": ref["id"], **item, "turn_id": ref.get("child_turn_id") or turn.id}
         if "status" in added:
             added["status"] = "in_progress"
         if added.get("type") == "message":
@@ -391,10 +402,11 @@ def _item_done(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any],
                                         ref["output_index"]))
     elif ref["state"] == "done":
         raise Rejected(f"Invalid 'item.id': the Item '{runtime_id}' is already done.", param="item.id")
-    item = {"id": ref["id"], **item, "turn_id": turn.id}
-    draft.put_item(ref["position"], item)
+    item = {"id": ref["id"], **item, "turn_id": ref.get("child_turn_id") or turn.id}
+    draft.put_item(ref["position"], item, ref.get("subagent_id"))
     draft.set_ref_state(turn.id, runtime_id, "done")
-    if item["type"] == "message" and item.get("phase") == "final_answer" and item["status"] == "completed":
+    if item["type"] == "message" and item.get("phase") == "final_answer" and item["status"] == "completed" and \
+            not ref.get("child_turn_id"):  # a child's final answer is not the root Turn's
         turn.set(has_final_answer=True)
     _close_parts(draft, turn, runtime_id, ref, item)
     draft.emit(resources.item_event("agent.session.turn.item.done", new_id("evt"), draft.session_id, item,
@@ -421,8 +433,9 @@ def _text_delta(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any]
 
 def _part_event(draft: engine.Draft, turn: engine.TurnState, ref: dict[str, Any], kind: str, index: int,
                 **fields: Any) -> None:
-    draft.emit({"type": kind, "event_id": new_id("evt"), "session_id": draft.session_id, "turn_id": turn.id,
-                "item_id": ref["id"], "output_index": ref["output_index"], "content_index": index, **fields})
+    draft.emit({"type": kind, "event_id": new_id("evt"), "session_id": draft.session_id,
+                "turn_id": ref.get("child_turn_id") or turn.id, "item_id": ref["id"],
+                "output_index": ref["output_index"], "content_index": index, **fields})
 
 
 def _close_parts(draft: engine.Draft, turn: engine.TurnState, runtime_id: str, ref: dict[str, Any],
@@ -448,7 +461,6 @@ def _close_parts(draft: engine.Draft, turn: engine.TurnState, runtime_id: str, r
 def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
     call_id = _string(msg.get("call_id"), "call_id")
     name = _string(msg.get("name"), "name")
-    child = _string(msg.get("child_turn_id"), "child_turn_id", optional=True)
     runtime_id = _string(msg.get("item_id"), "item_id", optional=True) or call_id
     arguments = msg.get("arguments")
     if _depth(arguments, MAX_JSON_DEPTH):
@@ -468,13 +480,17 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
         raise Rejected(f"Invalid 'call_id': '{call_id}' was already used in this Session.", param="call_id")
     if draft.item_ref(turn.id, runtime_id) is not None:  # type: ignore[arg-type]
         raise Rejected(f"Invalid 'item_id': the Item '{runtime_id}' was already added.", param="item_id")
-    ref = draft.new_item_ref(turn, runtime_id)  # type: ignore[arg-type]
+    # A Subagent's call: its Item is in the child's history and names the child Turn; the required
+    # action stays the root Turn's.
+    owner = subagents.child_of(draft, msg) or {}
+    ref = _new_ref(draft, turn, runtime_id, owner or None)  # type: ignore[arg-type]
     draft.set_ref_state(turn.id, runtime_id, "done")  # type: ignore[arg-type]
     item = {"id": ref["id"], "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments,
-            "status": "completed", "turn_id": child or turn.id}
-    draft.put_item(ref["position"], item)
+            "status": "completed", "turn_id": owner.get("turn_id") or turn.id}
+    draft.put_item(ref["position"], item, owner.get("subagent_id"))
     draft.tx.put({**engine.call_key(draft.tenant, draft.session_id, call_id), "kind": "call", "call_id": call_id,  # type: ignore[arg-type]
-                  "turn_id": turn.id, "child_turn_id": child, "name": name, "arguments": encoded,
+                  "turn_id": turn.id, "child_turn_id": owner.get("turn_id"), "subagent_id": owner.get("subagent_id"),
+                  "name": name, "arguments": encoded,
                   "state": "pending", "item_id": ref["id"], "created_at": now()}, "attribute_not_exists(PK)")
     draft.emit(resources.item_event("agent.session.turn.item.added", new_id("evt"), draft.session_id, item,
                                     ref["output_index"]))
@@ -524,7 +540,7 @@ def _applied(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], o
     sent = jsonutil.loads(call["result"]) if call.get("result") else {}
     item = resources.function_call_output_item(engine.item_public_id(position), call.get("child_turn_id") or turn.id,
                                                call["call_id"], sent)
-    draft.put_item(position, item)
+    draft.put_item(position, item, call.get("subagent_id"))
     draft.emit(resources.item_event("agent.session.turn.item.added", new_id("evt"), draft.session_id, item))
     engine.resume_if_clear(draft, turn)
 
@@ -558,4 +574,8 @@ _APPLY = {
     "turn.completed": _terminal("completed"),
     "turn.failed": _terminal("failed"),
     "turn.cancelled": _terminal("cancelled"),
+    "turn.subagent.opened": subagents.opened,
+    "turn.subagent.closed": subagents.closed,
+    "turn.subagent.turn.started": subagents.turn_started,
+    "turn.subagent.turn.ended": subagents.turn_ended,
 }
