@@ -67,11 +67,19 @@ class ProviderBridge:
         self._servers = [tcp, unix]
 
     def stop(self) -> None:
-        def close() -> None:
+        async def shutdown() -> None:
             for server in self._servers:
                 server.close()
-            self.loop.stop()
-        self.loop.call_soon_threadsafe(close)
+            pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(5)
+        except Exception:  # noqa: BLE001 - stopping anyway
+            log.debug("bridge shutdown incomplete", exc_info=True)
+        self.loop.call_soon_threadsafe(self.loop.stop)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         upstream_writer = None

@@ -300,7 +300,7 @@ class Sandbox:
         if not path.startswith(INSIDE_WORKSPACE + "/"):
             raise PreparationFailed(f"files[{index}].path must be inside {INSIDE_WORKSPACE}.", "invalid_file")
         rel = pathlib.PurePosixPath(path).relative_to(INSIDE_WORKSPACE)
-        if any(part in ("..", "") for part in rel.parts):
+        if not rel.parts or any(part in ("..", "") for part in rel.parts):
             raise PreparationFailed(f"files[{index}].path must be inside {INSIDE_WORKSPACE}.", "invalid_file")
         try:
             data = base64.b64decode(str(entry.get("data") or ""), validate=True)
