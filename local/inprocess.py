@@ -23,6 +23,9 @@ def reset_caches() -> None:
     store_module.default_store.cache_clear()
     aws_module.default_messenger.cache_clear()
     aws_module.default_workflow.cache_clear()
+    from agents_core import vault_crypto
+
+    vault_crypto.default_sealer.cache_clear()
 
 
 class InProcessStack:
@@ -42,7 +45,8 @@ class InProcessStack:
                                            type=machine.type)["stateMachineArn"]
             self.state_machines[machine.logical_id] = arn
         self._saved_env = {k: os.environ.get(k) for k in ("STATE_MACHINE_ARN", "TABLE_NAME", "WEBSOCKET_URL",
-                                                           "CONNECTION_WAIT_STATE_MACHINE_ARN")}
+                                                           "CONNECTION_WAIT_STATE_MACHINE_ARN", "VAULT_KEY_ID")}
+        os.environ["VAULT_KEY_ID"] = template.create_keys(boto3.client("kms", region_name=template.REGION))["VaultKey"]
         os.environ["STATE_MACHINE_ARN"] = self.state_machines["TurnStateMachine"]
         os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = self.state_machines["ConnectionWaitStateMachine"]
         os.environ["TABLE_NAME"] = table

@@ -116,6 +116,9 @@ def _environment(config: Config) -> None:
         "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_DISABLED": "true",
         "POWERTOOLS_SERVICE_NAME": "agents-core", "POWERTOOLS_METRICS_NAMESPACE": "AgentsCore",
         "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
+        # Vaults on a laptop: loopback http MCP servers and OAuth token endpoints (the SAM default is off).
+        "VAULT_ALLOW_LOOPBACK_HTTP": os.environ.get("VAULT_ALLOW_LOOPBACK_HTTP", "true"),
+        "OAUTH_TRUSTED_ORIGINS": os.environ.get("OAUTH_TRUSTED_ORIGINS", "loopback"),
     })
     for path in (str(ROOT / "layers" / "contract"), str(ROOT)):
         if path not in sys.path:
@@ -233,6 +236,7 @@ class LocalStack:
             roleArn=f"arn:aws:iam::{template.ACCOUNT}:role/local")["stateMachineArn"] for m in template.state_machines()}
         os.environ["STATE_MACHINE_ARN"] = machines["TurnStateMachine"]
         os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = machines["ConnectionWaitStateMachine"]
+        os.environ["VAULT_KEY_ID"] = template.create_keys(boto3.client("kms"))["VaultKey"]
         reset_caches()
         self.handlers = apigw.load_handlers()
         lambdas.install(self.handlers)

@@ -242,3 +242,14 @@ def stream_sources() -> list[StreamSource]:
 def function_environment(logical_id: str) -> dict[str, Any]:
     res = resources("AWS::Serverless::Function")[logical_id]
     return dict(((res["Properties"].get("Environment") or {}).get("Variables")) or {})
+
+
+def create_keys(client: Any) -> dict[str, str]:
+    """The template's KMS keys (the Vault key) in moto's KMS: logical id -> key id."""
+    out = {}
+    for logical_id, res in resources("AWS::KMS::Key").items():
+        props = res["Properties"]
+        out[logical_id] = client.create_key(Description=props.get("Description", logical_id),
+                                            KeySpec=props.get("KeySpec", "SYMMETRIC_DEFAULT"),
+                                            KeyUsage=props.get("KeyUsage", "ENCRYPT_DECRYPT"))["KeyMetadata"]["KeyId"]
+    return out

@@ -7,7 +7,7 @@ saved reference resolution, Harness declaration check -> 400 before anything is 
 from aws_lambda_powertools.logging import correlation_paths
 
 from agents_contract.errors import InvalidRequest
-from agents_core import agents, environments, sessions
+from agents_core import agents, environments, sessions, vaults
 from agents_core.http import body, entrypoint, json_response, new_app, tenant
 from agents_core.observability import logger, metrics
 from agents_core.store import default_store
@@ -67,6 +67,37 @@ def update_agent(agent_id: str):
 @app.delete("/v1/agents/<agent_id>")
 def delete_agent(agent_id: str):
     return json_response(200, agents.delete(default_store(), tenant(app), agent_id))
+
+
+@app.post("/v1/vaults")
+def create_vault():
+    return json_response(201, vaults.create_vault(default_store(), tenant(app), body(app)))
+
+
+@app.post("/v1/vaults/<vault_id>")
+def update_vault(vault_id: str):
+    return json_response(200, vaults.update_vault(default_store(), tenant(app), vault_id, body(app)))
+
+
+@app.delete("/v1/vaults/<vault_id>")
+def delete_vault(vault_id: str):
+    return json_response(200, vaults.delete_vault(default_store(), tenant(app), vault_id))
+
+
+@app.post("/v1/vaults/<vault_id>/credentials")
+def create_credential(vault_id: str):
+    return json_response(201, vaults.create_credential(default_store(), tenant(app), vault_id, body(app)))
+
+
+@app.post("/v1/vaults/<vault_id>/credentials/<credential_id>")
+def update_credential(vault_id: str, credential_id: str):
+    return json_response(200, vaults.update_credential(default_store(), tenant(app), vault_id, credential_id,
+                                                       body(app)))
+
+
+@app.delete("/v1/vaults/<vault_id>/credentials/<credential_id>")
+def delete_credential(vault_id: str, credential_id: str):
+    return json_response(200, vaults.delete_credential(default_store(), tenant(app), vault_id, credential_id))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False)

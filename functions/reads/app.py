@@ -3,7 +3,7 @@ The SSE stream (`GET .../events`) is the streaming function's (functions/session
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_core import agents, environments, sessions, subagents
+from agents_core import agents, environments, sessions, subagents, vaults
 from agents_core.http import entrypoint, json_response, new_app, query, tenant
 from agents_core.observability import logger, metrics
 from agents_core.pagination import list_params
@@ -98,6 +98,37 @@ def list_agents():
 @app.get("/v1/agents/<agent_id>")
 def retrieve_agent(agent_id: str):
     return json_response(200, agents.retrieve(default_store(), tenant(app), agent_id))
+
+
+@app.get("/v1/vaults")
+def list_vaults():
+    q = query(app)
+    return json_response(200, vaults.list_vaults(default_store(), tenant(app), list_params(q), q, _statuses()))
+
+
+@app.get("/v1/vaults/<vault_id>")
+def retrieve_vault(vault_id: str):
+    return json_response(200, vaults.retrieve_vault(default_store(), tenant(app), vault_id))
+
+
+@app.get("/v1/vaults/<vault_id>/credentials")
+def list_credentials(vault_id: str):
+    q = query(app)
+    return json_response(200, vaults.list_credentials(default_store(), tenant(app), vault_id, list_params(q), q,
+                                                      _statuses()))
+
+
+@app.get("/v1/vaults/<vault_id>/credentials/<credential_id>")
+def retrieve_credential(vault_id: str, credential_id: str):
+    return json_response(200, vaults.retrieve_credential(default_store(), tenant(app), vault_id, credential_id))
+
+
+def _statuses() -> list[str]:
+    """`status=active` or `status[]=active&status[]=archived` (the SDK's array format), every value."""
+    event = app.current_event.raw_event
+    multi = event.get("multiValueQueryStringParameters") or {}
+    single = event.get("queryStringParameters") or {}
+    return [v for name in ("status", "status[]") for v in (multi.get(name) or ([single[name]] if name in single else []))]
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST, log_event=False)

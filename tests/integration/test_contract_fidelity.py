@@ -282,17 +282,6 @@ def _not_built_calls(c, session_id):
         "environments.templates.update": lambda: a.environments.templates.update("tpl_1"),
         "environments.templates.list": lambda: a.environments.templates.list(),
         "environments.templates.delete": lambda: a.environments.templates.delete("tpl_1"),
-        "vaults.create": lambda: a.vaults.create(),
-        "vaults.retrieve": lambda: a.vaults.retrieve("vault_1"),
-        "vaults.update": lambda: a.vaults.update("vault_1"),
-        "vaults.list": lambda: a.vaults.list(),
-        "vaults.delete": lambda: a.vaults.delete("vault_1"),
-        "vaults.credentials.create": lambda: a.vaults.credentials.create(
-            "vault_1", name="n", auth={"type": "static_bearer", "token": "t"}),
-        "vaults.credentials.retrieve": lambda: a.vaults.credentials.retrieve("cred_1", vault_id="vault_1"),
-        "vaults.credentials.update": lambda: a.vaults.credentials.update("cred_1", vault_id="vault_1"),
-        "vaults.credentials.list": lambda: a.vaults.credentials.list("vault_1"),
-        "vaults.credentials.delete": lambda: a.vaults.credentials.delete("cred_1", vault_id="vault_1"),
         "automations.create": lambda: a.automations.create(name="n", run_at=1, type="once",
                                                            target={"type": "agent", "agent_id": "agent_1"}),
         "automations.retrieve": lambda: a.automations.retrieve("auto_1"),
@@ -325,7 +314,7 @@ def test_every_sdk_resource_not_built_answers_a_clear_400_and_writes_nothing(cli
         assert "not supported by this deployment yet" in body["message"] and body["param"] is None, name
         assert err.value.response.headers["x-should-retry"] == "false"
     assert scan(aws) == before
-    assert len(calls) == 33  # environments.retrieve and .list, and the six Subagent reads, are built
+    assert len(calls) == 23  # environments.retrieve and .list, the six Subagent reads and Vaults are built
 
 
 def test_not_built_resources_are_named_in_the_readme():

@@ -191,8 +191,6 @@ MESSAGES = [
                   env=SELF_HOSTED)),
     ("Service-origin MCP requires environment none.", "agent.tools[0].connection_origin",
      session_body([http_mcp()], env=SELF_HOSTED)),  # omitted means service
-    ("Vault credentials are not supported yet; remove credential_id.", "agent.tools[0].credential_id",
-     session_body([http_mcp(credential_id="cred_1")])),
     *[("MCP server_url must be an absolute HTTP or HTTPS URL without credentials or fragment.",
        "agent.tools[0].transport.server_url", session_body([http_mcp(url=u)]))
       for u in ["/relative", "ftp://x.example/mcp", "https://user:pw@x.example/mcp", "https://x.example/mcp#frag",
@@ -223,7 +221,6 @@ MESSAGES = [
      session_body([fn(), http_mcp(label="functions")], harness="minimax_code", env=SELF_HOSTED)),
     ("The harness requires function parameters with an explicit top-level type \"object\".",
      "agent.tools[0].parameters", session_body([fn(params={})], harness="claude_code")),
-    ("Vaults are not supported yet; omit vault_ids.", "vault_ids", {**session_body(), "vault_ids": ["vault_1"]}),
     ("OpenAI-hosted environment files are not supported yet.", "environment.files",
      session_body(env={"type": "openai_hosted", "files": [{"file_id": "f"}]})),
 ]

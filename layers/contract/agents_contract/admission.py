@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, Optional
 from urllib.parse import urlsplit
 
-from . import jsonutil, parser, wire
+from . import jsonutil, parser, vaults, wire
 from .errors import InvalidRequest, UnsupportedConfiguration
 from .harnessconfig import DECLARATIONS, HarnessDeclaration, declaration
 
@@ -66,10 +66,13 @@ def resolve_session(
     default_harness: Optional[str],
     agent_id: str,
     body: Optional[dict[str, Any]] = None,
+    attached: Optional[list[vaults.AttachedCredential]] = None,
 ) -> parser.Snapshot:
-    """Resolve the saved Agent plus inline overrides, admit, and freeze the snapshot.
+    """Resolve the saved Agent plus inline overrides, admit, select Vault credentials and freeze the
+    snapshot.
 
     `body` is the request as sent; when given, inline configuration is taken from it verbatim.
+    `attached`: the credentials of the Vaults in `vault_ids` (None: no Vault attached).
     """
     harness, impersonate = select_harness(request, saved, default_harness)
     _check_session_options(request)
@@ -92,7 +95,11 @@ def resolve_session(
     resolved["tools"] = parser.resolve_tools(tools, raw_tools)
     admit(decl, tools, resolved, environment)
     parser.check_input(decl, request.input)
+    # "Vault credentials owns selection ... MCP credential authority owns the frozen Runtime binding."
+    binding = vaults.select_credentials(resolved["tools"], attached)
     return parser.Snapshot(
+        vault_ids=vaults.check_vault_ids(request.vault_ids),
+        credentials=binding,
         agent_id=agent_id,
         agent_name=saved.name if saved else None,
         agent=resolved,
@@ -109,8 +116,6 @@ def _check_session_options(request: wire.SessionCreate) -> None:
         raise InvalidRequest(
             "Invalid type for 'input': expected a string or an array, but got null instead.", param="input"
         )
-    if request.vault_ids:
-        raise _reject("Vaults are not supported yet; omit vault_ids.", "vault_ids")
     env = request.environment
     if isinstance(env, wire.EnvironmentOpenAIHosted):
         for member in ("env", "files", "plugins", "setup_commands", "skills"):
@@ -281,10 +286,6 @@ def _check_mcp(
         _check_stdio(decl, tool, transport, at, placement, environment)
     if tool.required and not decl.required_mcp:
         raise _reject("The harness does not support required MCP servers.", f"{at}.required")
-    if tool.credential_id is not None:
-        raise _reject(
-            "Vault credentials are not supported yet; remove credential_id.", f"{at}.credential_id"
-        )
     if decl.label_rule == "claude_ascii" and tool.allowed_tools:
         _check_normalized_names(tool.allowed_tools, label, f"{at}.allowed_tools")
 

@@ -551,6 +551,9 @@ class Snapshot(BaseModel):
     environment: dict[str, Any]
     harness: str
     impersonate: Optional[str] = None
+    # Attached Vaults, and the frozen credential binding (credential id -> its Vault): never re-chosen.
+    vault_ids: list[str] = []
+    credentials: dict[str, str] = {}
 
     @property
     def placement(self) -> str:

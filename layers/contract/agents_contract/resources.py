@@ -100,7 +100,7 @@ def session_resource(session: dict[str, Any], snapshot: Snapshot) -> dict[str, A
         "required_actions": session.get("required_actions") or [],
         "status": session["status"],
         "usage": None,
-        "vault_ids": [],
+        "vault_ids": list(snapshot.vault_ids),
         "prompt_cache_options": session.get("prompt_cache_options"),
         "review": session.get("review"),
         "x_agents_core": {"harness": snapshot.harness},

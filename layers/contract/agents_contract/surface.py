@@ -18,8 +18,6 @@ _SEGMENT = r"[^/]+"
 NOT_BUILT: tuple[tuple[str, str], ...] = (
     (r"agents/environments/templates(/.*)?", "Environment templates (client.beta.agents.environments.templates)"),
     (rf"agents/environments/{_SEGMENT}/files(/.*)?", "Environment files (client.beta.agents.environments.files)"),
-    (rf"vaults/{_SEGMENT}/credentials(/.*)?", "Vault credentials (client.beta.agents.vaults.credentials)"),
-    (r"vaults(/.*)?", "Vaults (client.beta.agents.vaults)"),
     (rf"agents/automations/{_SEGMENT}/invocations(/.*)?",
      "Automation invocations (client.beta.agents.automations.invocations)"),
     (r"agents/automations(/.*)?", "Automations (client.beta.agents.automations)"),

@@ -27,6 +27,8 @@ _UNIONS: dict[str, tuple[str, ...]] = {
     "content": wire.CONTENT_TYPES,
     "output": wire.CONTENT_TYPES,
     "input": (),
+    "auth": wire.CREDENTIAL_AUTH_TYPES,
+    "token_endpoint_auth": wire.TOKEN_ENDPOINT_AUTH_TYPES,
 }
 _ALL_TAGS = {tag for tags in _UNIONS.values() for tag in tags} | {"string", "array"}
 _ALL_TAGS |= {"agent.session.input.mcp_approval_request_result,agent.session.input.computer_use_approval_request_result"}

@@ -408,3 +408,96 @@ InputEvent = Annotated[
 class EventBatch(Wire):
     events: list[InputEvent]  # an empty batch is accepted and changes nothing
 
+
+
+# ---- vaults and credentials (`client.beta.agents.vaults`, `.vaults.credentials`) -----------------
+
+VaultStatus = Literal["active", "archived"]
+CREDENTIAL_AUTH_TYPES = ("mcp_oauth", "static_bearer", "environment_variable")
+TOKEN_ENDPOINT_AUTH_TYPES = ("none", "client_secret_basic", "client_secret_post")
+
+
+class VaultCreate(Wire):
+    name: str = None  # type: ignore[assignment]  # may be omitted, never null
+    metadata: Metadata = None
+
+
+class VaultUpdate(Wire):
+    name: Optional[str] = None
+    metadata: dict[str, str] = None  # type: ignore[assignment]  # may be omitted, never null
+
+
+class TokenEndpointAuthNone(Wire):
+    type: Literal["none"]
+
+
+class TokenEndpointAuthBasic(Wire):
+    type: Literal["client_secret_basic"]
+    client_secret: str
+
+
+class TokenEndpointAuthPost(Wire):
+    type: Literal["client_secret_post"]
+    client_secret: str
+
+
+TokenEndpointAuthCreate = Annotated[
+    Union[TokenEndpointAuthNone, TokenEndpointAuthBasic, TokenEndpointAuthPost], Field(discriminator="type")
+]
+
+
+class OAuthRefreshCreate(Wire):
+    client_id: str
+    refresh_token: str
+    token_endpoint: str
+    token_endpoint_auth: TokenEndpointAuthCreate
+    resource: Optional[str] = None
+    scope: Optional[str] = None
+
+
+class StaticBearerCreate(Wire):
+    type: Literal["static_bearer"]
+    token: str
+    mcp_server_url: str
+
+
+class McpOAuthCreate(Wire):
+    type: Literal["mcp_oauth"]
+    access_token: str
+    mcp_server_url: str
+    expires_at: Optional[str] = None
+    refresh: Optional[OAuthRefreshCreate] = None
+
+
+class CredentialCreate(Wire):
+    auth: Annotated[Union[McpOAuthCreate, StaticBearerCreate], Field(discriminator="type")]
+    name: str
+    metadata: dict[str, str] = None  # type: ignore[assignment]  # may be omitted, never null
+
+
+class TokenEndpointAuthRotate(Wire):
+    type: Literal["client_secret_basic", "client_secret_post"]
+    client_secret: Optional[str] = None
+
+
+class OAuthRefreshRotate(Wire):
+    refresh_token: Optional[str] = None
+    scope: Optional[str] = None
+    token_endpoint_auth: Optional[TokenEndpointAuthRotate] = None
+
+
+class StaticBearerRotate(Wire):
+    type: Literal["static_bearer"]
+    token: str
+
+
+class McpOAuthRotate(Wire):
+    type: Literal["mcp_oauth"]
+    access_token: Optional[str] = None
+    expires_at: Optional[str] = None
+    refresh: Optional[OAuthRefreshRotate] = None
+
+
+class CredentialUpdate(Wire):
+    auth: Annotated[Union[McpOAuthRotate, StaticBearerRotate], Field(discriminator="type")] = None  # type: ignore[assignment]
+    metadata: dict[str, str] = None  # type: ignore[assignment]  # may be omitted, never null

@@ -77,8 +77,16 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
         agent_id = record["id"]
     else:
         agent_id = new_id("agent")  # an inline-only Agent: resolved into the snapshot, not saved
+    attached = None
+    if request.vault_ids:
+        from agents_contract.vaults import check_vault_ids
+
+        from .vaults import attached_credentials  # only a Session that attaches Vaults reads them
+
+        attached = attached_credentials(store, tenant, check_vault_ids(request.vault_ids))
     snapshot = admission.resolve_session(
-        request, saved, default_harness=get_settings().default_harness, agent_id=agent_id, body=body
+        request, saved, default_harness=get_settings().default_harness, agent_id=agent_id, body=body,
+        attached=attached,
     )
     ts = now()
     session_id = new_id("sess")

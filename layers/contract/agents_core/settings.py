@@ -45,6 +45,13 @@ class Settings:
     stream_ping_seconds: int = 15
     stream_poll_min_ms: int = 100
     stream_poll_max_ms: int = 500
+    # Vaults: the KMS key that wraps each credential secret's data key; loopback `http` MCP server URLs
+    # (on in `make dev`); OAuth token endpoint origins trusted despite the private-address guard
+    # (comma list of origins; `loopback` trusts every loopback origin).
+    vault_key_id: Optional[str] = None
+    kms_endpoint_url: Optional[str] = None
+    vault_allow_loopback_http: bool = False
+    oauth_trusted_origins: Optional[str] = None
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> Settings:
