@@ -28,6 +28,9 @@ class Runtime:
         self.send = send
         self.workspace = workspace  # an Environment's Runtime: its bound directory and tool variables
         self.hosted = hosted  # a host of hosted Environments (runtime.sandbox.HostedEnvironments): one sandbox each
+        if hosted is not None:
+            for driver in drivers.values():
+                driver.on_stopped = self._stopped
         self.on_welcome = on_welcome
         self.drivers = drivers
         self.heartbeat_seconds = heartbeat_seconds
@@ -164,6 +167,21 @@ class Runtime:
             return
         channel.emit("turn.environment", status="connected", prepared=prepared)
         self._run(driver, {**message, "sandbox": sandbox}, channel)
+
+    def _stopped(self, session: Any) -> None:
+        """An idle Session's process stopped: when no process of its Environment runs any more, its sandbox
+        is gone and Core hears the Environment is `ready` again (the next Turn starts a new sandbox)."""
+        box = getattr(session, "box", None)
+        if box is None:
+            return
+        running = [s for d in self.drivers.values() for s in getattr(d, "sessions", {}).values()
+                   if getattr(s, "box", None) is not None and s.box.env_id == box.env_id and s.alive]
+        if running:
+            return
+        try:
+            self.send({"action": "environment.idle", "environment_id": box.env_id})
+        except ConnectionError:
+            log.info("environment %s idle while disconnected", box.env_id)
 
     def _drop_starting(self, turn_id: str) -> None:
         with self._lock:

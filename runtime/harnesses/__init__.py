@@ -161,6 +161,10 @@ class NativeDriver(HarnessDriver):
         async with session.lock:
             if session.current is None and session.alive:
                 await session.stop()
+                if self.on_stopped is not None:
+                    self.on_stopped(session)  # a hosted Environment's sandbox may have stopped with it
+
+    on_stopped: Any = None  # set by the Runtime that hosts Environments
 
     async def stop_sessions(self) -> None:
         await asyncio.gather(*(s.stop() for s in self.sessions.values()), return_exceptions=True)

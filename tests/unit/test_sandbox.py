@@ -162,3 +162,80 @@ def test_the_bridge_puts_the_operators_key_on_the_request_and_drops_the_sandboxs
     finally:
         bridge.stop()
         server.shutdown()
+
+
+# ---- the Runtime's side: a hosted Runtime prepares the Environment, then runs the Turn -----------------
+
+def hosted_start(turn_id, env_id="env_router", hosted=None, kind="openai_hosted", text="say Hi."):
+    return {"type": "turn.start", "tenant": "t", "session_id": "sess_router", "turn_id": turn_id,
+            "harness": "scripted", "agent": {"model": "gpt-5", "tools": []},
+            "environment": {"type": kind, "workspace_directory": "/workspace", "id": env_id,
+                            "hosted": hosted or {}},
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}]}
+
+
+def observations(sent, turn_id):
+    out = []
+    for message in sent:
+        if message.get("turn_id") == turn_id:
+            out += [{**o, "turn_id": turn_id} for o in message.get("observations") or [message]]
+    return out
+
+
+def ended(sent, turn_id):
+    import time
+
+    for _ in range(500):
+        actions = [o["action"] for o in observations(sent, turn_id)]
+        if any(a in ("turn.completed", "turn.failed") for a in actions):
+            return actions
+        time.sleep(0.01)
+    raise AssertionError(observations(sent, turn_id))
+
+
+def test_a_hosted_runtime_reports_the_environment_before_the_turn_and_prepares_once(hosts):
+    from runtime.harnesses.scripted.driver import ScriptedDriver
+    from runtime.router import Runtime
+
+    sent = []
+    runtime = Runtime(sent.append, {"scripted": ScriptedDriver()}, heartbeat_seconds=30, hosted=hosts)
+    runtime.on_message(hosted_start("turn_1", hosted={"files": [{"path": "/workspace/a.txt", "data": "YQ=="}]}))
+    assert ended(sent, "turn_1")[-1] == "turn.completed"
+    first = [o for o in observations(sent, "turn_1") if o["action"] == "turn.environment"]
+    assert [(o["status"], o["prepared"]) for o in first] == [("connected", True)]
+    runtime.on_message(hosted_start("turn_2"))
+    assert ended(sent, "turn_2")[-1] == "turn.completed"
+    second = [o for o in observations(sent, "turn_2") if o["action"] == "turn.environment"]
+    assert [(o["status"], o["prepared"]) for o in second] == [("connected", False)]
+
+
+def test_a_failed_preparation_fails_the_environment_and_the_turn_naming_the_step(hosts):
+    from runtime.harnesses.scripted.driver import ScriptedDriver
+    from runtime.router import Runtime
+
+    sent = []
+    runtime = Runtime(sent.append, {"scripted": ScriptedDriver()}, heartbeat_seconds=30, hosted=hosts)
+    runtime.on_message(hosted_start("turn_f", env_id="env_broken",
+                                    hosted={"setup_commands": [{"command": "exit 9"}]}))
+    assert ended(sent, "turn_f")[-1] == "turn.failed"
+    environment, = [o for o in observations(sent, "turn_f") if o["action"] == "turn.environment"]
+    assert environment["status"] == "failed"
+    assert environment["error"] == {"code": "setup_command_failed", "type": "sandbox_error",
+                                    "message": "setup_commands[0] exited with code 9."}
+    assert "exit 9" not in json.dumps(sent)
+
+
+@pytest.mark.parametrize("kind", ["none", "self_hosted"])
+def test_a_hosted_runtime_refuses_every_other_placement_and_a_shared_one_refuses_hosted(hosts, kind):
+    from runtime.harnesses.scripted.driver import ScriptedDriver
+    from runtime.router import Runtime
+
+    sent = []
+    Runtime(sent.append, {"scripted": ScriptedDriver()}, heartbeat_seconds=30, hosted=hosts).on_message(
+        hosted_start("turn_x", kind=kind))
+    assert ended(sent, "turn_x")[-1] == "turn.failed"
+    assert "openai_hosted Environments only" in json.dumps(sent)
+    shared = []
+    Runtime(shared.append, {"scripted": ScriptedDriver()}, heartbeat_seconds=30).on_message(hosted_start("turn_y"))
+    assert ended(shared, "turn_y")[-1] == "turn.failed"
+    assert "--hosted-environments" in json.dumps(shared)
