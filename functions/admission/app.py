@@ -6,7 +6,6 @@ saved reference resolution, Harness declaration check -> 400 before anything is 
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_contract.errors import InvalidRequest
 from agents_core import agents, environments, sessions, vaults
 from agents_core.http import body, entrypoint, json_response, new_app, tenant
 from agents_core.observability import logger, metrics
@@ -28,10 +27,8 @@ def create_stream_ticket(session_id: str):
 
 @app.post("/v1/agents/environments")
 def create_environment():
-    """Hosted Environments are created with their Sessions for now; creating one apart is not built yet."""
-    raise InvalidRequest("Creating an Environment (environments.create) is not supported by this deployment yet; a "
-                         "Session with an openai_hosted or self_hosted environment creates its own.", param=None,
-                         code="unsupported_resource")
+    """An openai_hosted Environment apart from any Session (Sessions name it with environment_id)."""
+    return json_response(201, environments.create(default_store(), tenant(app), body(app)))
 
 
 @app.post("/v1/agents/environments/<environment_id>/enrollments")

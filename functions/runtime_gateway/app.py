@@ -51,6 +51,8 @@ def handler(event, context):
                                       only=connection_id)
         elif conn.get("runtime_kind") == "enrolling":
             raise AgentsError("Say runtime.hello first: it spends the enrollment.", param="action")
+        elif action == "environment.idle":
+            runtimes.environment_idle(store, connection_id, message)
         else:
             runtimes.observe(store, default_workflow(), connection_id, message, default_messenger())
     except AgentsError as error:

@@ -118,13 +118,10 @@ def _check_session_options(request: wire.SessionCreate) -> None:
         )
     env = request.environment
     if isinstance(env, wire.EnvironmentOpenAIHosted):
-        for member in ("env", "files", "plugins", "setup_commands", "skills"):
-            if getattr(env, member):
-                raise _reject(
-                    f"OpenAI-hosted environment {member} are not supported yet.", f"environment.{member}"
-                )
-        if env.environment_id or env.environment_template_id:
-            raise _reject("Environment resources are not supported yet.", "environment.environment_id")
+        from . import hosted  # the hosted configuration's own rules
+
+        if hosted.check_reference(env) is None:
+            hosted.check(env)  # an existing Environment (environment_id) was checked when it was created
 
 
 # ---- the checks -------------------------------------------------------------------------------

@@ -589,22 +589,6 @@ def resolve_environment(env: wire.EnvironmentNone | wire.EnvironmentSelfHosted |
             "workspace_directory": env.workspace_directory,
             "capability_directories": list(env.capability_directories or []),
         }
-    network = env.network
-    packages = env.packages
-    return {
-        "type": "openai_hosted",
-        # The hosted workspace directory is fixed; the Claude stdio cwd rule compares against it.
-        "workspace_directory": "/workspace",
-        "capability_directories": list(env.capability_directories or []),
-        "container_size": env.container_size,
-        "desktop": {"enabled": env.desktop.enabled} if env.desktop else None,
-        "network": {
-            "access": network.access if network else "disabled",
-            "allowed_domains": list((network.allowed_domains if network else None) or []),
-        },
-        "packages": {
-            "npm": list((packages.npm if packages else None) or []),
-            "python": list((packages.python if packages else None) or []),
-            "system": list((packages.system if packages else None) or []),
-        },
-    }
+    from . import hosted  # the hosted configuration's own rules and views
+
+    return hosted.public(env)

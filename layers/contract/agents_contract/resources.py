@@ -57,7 +57,7 @@ def environment_resource(environment: dict[str, Any], environment_id: str, remot
         "capability_directories": environment["capability_directories"],
         "container_size": environment.get("container_size"),
         "desktop": environment.get("desktop"),
-        "files": [],
+        "files": list(environment.get("files") or []),  # {id, path, size_bytes, type}: never the data
         "network": environment["network"],
         "packages": environment["packages"],
         "plugins": [],
@@ -92,7 +92,8 @@ def session_resource(session: dict[str, Any], snapshot: Snapshot) -> dict[str, A
         "agent": session_agent(snapshot),
         "created_at": session["created_at"],
         "last_active_at": session["last_active_at"],
-        "environment": environment_resource(snapshot.environment, "env_" + session["id"].removeprefix("sess_"),
+        "environment": environment_resource(snapshot.environment, snapshot.environment.get("id")  # a named one
+                                            or "env_" + session["id"].removeprefix("sess_"),
                                             session.get("remote_url") or ""),
         # A failed Session is one whose latest Turn failed: it says so (a new Turn clears it).
         "error": FAILED_TURN_ERROR["message"] if session["status"] == "failed" else None,

@@ -336,6 +336,27 @@ Environment = Annotated[
 ]
 
 
+class HostedEnvironmentCreate(Wire):
+    """`environments.create`'s `environment` (no environment_id, no container_size there)."""
+
+    type: Literal["openai_hosted"]
+    capability_directories: Optional[list[str]] = None
+    desktop: Optional[HostedDesktop] = None
+    env: Optional[dict[str, str]] = None
+    environment_template_id: str = None  # type: ignore[assignment]  # may be omitted, never null
+    files: Optional[list[JSONObject]] = None
+    network: Optional[HostedNetwork] = None
+    packages: Optional[HostedPackages] = None
+    plugins: Optional[list[JSONObject]] = None
+    setup_commands: Optional[list[JSONObject]] = None
+    skills: Optional[list[JSONObject]] = None
+
+
+class EnvironmentCreate(Wire):
+    environment: HostedEnvironmentCreate
+    vault_ids: Optional[list[str]] = None
+
+
 class PromptCacheOptions(Wire):
     ttl: Literal["30m", "12h"]
 

@@ -25,15 +25,16 @@ import secrets
 import shlex
 from typing import Any, Optional
 
-from agents_contract.errors import InvalidRequest, NotFound
+from agents_contract import jsonutil
+from agents_contract.errors import Conflict, InvalidRequest, NotFound, UnsupportedConfiguration
 from agents_contract.validation import json_type_name
 
 from . import engine
 from .ids import new_id, now
 from .pagination import ListParams, page
-from .placement import environment_id
+from .placement import environment_id, session_environment_id
 from .settings import get_settings
-from .store import DynamoStore, TransactionConflict, unpack
+from .store import DynamoStore, TransactionConflict, pack, unpack
 
 TYPES = ("openai_hosted", "self_hosted")
 ENROLLMENT_PREFIX = "enr-"
@@ -67,9 +68,10 @@ def new_item(tenant: str, session_id: str, environment: dict[str, Any], ts: int)
 
 
 def resource(item: dict[str, Any]) -> dict[str, Any]:
-    """The SDK's EnvironmentInfo."""
+    """The SDK's EnvironmentInfo ("Safe metadata": files without their contents)."""
+    config = jsonutil.loads(item["config"]) if item.get("config") else {}
     return {"id": item["id"], "object": "agent.environment", "type": item["type"], "status": item["status"],
-            "files": [], "plugins": [], "skills": []}
+            "files": list(config.get("files") or []), "plugins": [], "skills": []}
 
 
 def state(item: dict[str, Any], error: Optional[dict[str, Any]] = None) -> dict[str, Any]:
@@ -198,13 +200,16 @@ def exchange(store: DynamoStore, enrollment_hash: str) -> tuple[str, dict[str, A
 
 
 def delete_for_session(store: DynamoStore, tenant: str, session_id: str) -> None:
-    """A Session's own Environment goes with it, and so does the credential that connected it."""
+    """A Session's own Environment goes with it, and so does the credential that connected it (an
+    Environment it only named, `openai_hosted.environment_id`, stays: other Sessions may use it)."""
     key = env_key(tenant, environment_id(session_id))
     env = store.get(key)
     if env is None:
         return
     if env.get("credential_hash"):
         store.delete({"PK": f"RT#{env['credential_hash']}", "SK": "R"})
+    if env.get("host_id"):
+        store.delete(host_key(env["host_id"], f"ENV#{env['id']}"))
     store.delete(key)
 
 
@@ -238,9 +243,10 @@ def clear_connection_action(draft: engine.Draft) -> bool:
     return True
 
 
-def _emit(draft: engine.Draft, kind: str, env: dict[str, Any], turn_id: Optional[str] = None) -> None:
+def _emit(draft: engine.Draft, kind: str, env: dict[str, Any], turn_id: Optional[str] = None,
+          error: Optional[dict[str, Any]] = None) -> None:
     draft.emit({"type": f"agent.session.environment.{kind}", "event_id": new_id("evt"),
-                "session_id": draft.session_id, "environment": state(env), "turn_id": turn_id})
+                "session_id": draft.session_id, "environment": state(env, error), "turn_id": turn_id})
 
 
 def mark_connected(store: DynamoStore, tenant: str, env_id: str, connection_id: str) -> Optional[dict[str, Any]]:
@@ -289,3 +295,300 @@ def turn_error(message: str) -> dict[str, str]:
     """A Turn that could not run in its Environment (the SDK's `sandbox_error` category)."""
     return {"code": "sandbox_error", "message": message}
 
+
+
+# ---- hosted Environments: affinity to a host, lifecycle ------------------------------------------------
+#
+# An openai_hosted Environment is prepared once, on the disk of the host whose Runtime first claims one
+# of its Turns: that claim binds it (`host_id` on the Environment, in the claim's transaction), and from
+# then on only that host's connections may serve it. Membership rows let a host's connections find its
+# Environments: `HOST#{host_id}` / `CONN#{connection_id}` (one per connected hosted Runtime of the host)
+# and `HOST#{host_id}` / `ENV#{env_id}` (tenant, Environment). Moving a workspace to another host
+# (checkpoints: `suspended`, resumed elsewhere) is not built: a gone host's Environment expires.
+
+LIVE = ("pending", "ready", "connected", "disconnected")  # `failed` and `expired` are final
+HOSTED_ERROR_TYPES = ("sandbox_error",)
+
+
+def host_key(host_id: str, sk: str) -> dict[str, str]:
+    return {"PK": f"HOST#{host_id}", "SK": sk}
+
+
+def host_is_connected(store: DynamoStore, host_id: str) -> bool:
+    """Whether a hosted Runtime of this host is connected now (a row past its TTL counts as gone)."""
+    rows = store.query(pk=f"HOST#{host_id}", sk_prefix="CONN#", limit=20, consistent=True).items
+    return any(int(r.get("ttl", 0)) > now() for r in rows)
+
+
+def _members(store: DynamoStore, host_id: str) -> list[dict[str, Any]]:
+    return store.query(pk=f"HOST#{host_id}", sk_prefix="ENV#", limit=1000, consistent=True).items
+
+
+def bind_host(draft: engine.Draft, env_id: str, env: Optional[dict[str, Any]], host_id: str) -> None:
+    """The claim of a Turn by a hosted Runtime binds its Environment to that host (first claim only:
+    the condition keeps a concurrent claim by another host from binding it twice). A Session create
+    that writes its Environment in the same commit folds the binding into that write (`bound_host`)."""
+    member = {**host_key(host_id, f"ENV#{env_id}"), "kind": "host_environment", "tenant": draft.tenant,
+              "environment_id": env_id, "host_id": host_id}
+    if draft.__dict__.get("env_in_commit"):
+        draft.__dict__["bound_host"] = host_id
+        draft.tx.put(member)
+        return
+    if env is None or env.get("host_id") == host_id:
+        return
+    draft.tx.update(env_key(draft.tenant, env_id), "SET host_id = :h",
+                    "attribute_exists(PK) AND attribute_not_exists(host_id)", values={":h": host_id})
+    draft.tx.put(member)
+
+
+def _move(store: DynamoStore, tenant: str, env_id: str, to: str, allowed: tuple[str, ...],
+          host_id: Optional[str] = None) -> bool:
+    """One status change of a hosted Environment, with its event on the Environment's most recent
+    Session (none for an Environment no Session used yet); conditional on the status it left."""
+    def apply(tx_owner: Any, env: dict[str, Any]) -> None:
+        tx_owner.update(env_key(tenant, env_id), "SET #s = :to", "#s = :from", names={"#s": "status"},
+                        values={":to": to, ":from": env["status"]})
+
+    for _ in range(5):
+        env = store.get(env_key(tenant, env_id))
+        if env is None or env.get("status") not in allowed or (host_id and env.get("host_id") != host_id):
+            return False
+        if env.get("session_id"):
+            def work(draft: engine.Draft) -> bool:
+                current = store.get(env_key(tenant, env_id))
+                if current is None or current.get("status") not in allowed:
+                    return False
+                apply(draft.tx, current)
+                _emit(draft, to, {**current, "status": to})
+                return True
+
+            try:
+                return engine.run(store, tenant, env["session_id"], work)
+            except NotFound:  # its most recent Session was deleted: the change goes without an event
+                pass
+        tx = store.new_transaction()
+        apply(tx, env)
+        try:
+            store.transact(tx)
+            return True
+        except TransactionConflict:
+            continue
+    return False
+
+
+def host_connected(store: DynamoStore, host_id: str, connection_id: str) -> None:
+    """A hosted Runtime of `host_id` said hello: it is one of the host's connections, and the host's
+    Environments left `disconnected` are available again (`ready`, or `pending` if never prepared)."""
+    store.put({**host_key(host_id, f"CONN#{connection_id}"), "kind": "host_connection", "host_id": host_id,
+               "connection_id": connection_id, "ttl": now() + 2 * 3600})
+    for member in _members(store, host_id):
+        env = store.get(env_key(member["tenant"], member["environment_id"]))
+        if env is not None and env.get("status") == "disconnected":
+            _move(store, member["tenant"], member["environment_id"], "ready" if env.get("prepared_at") else "pending",
+                  ("disconnected",), host_id)
+
+
+def host_disconnected(store: DynamoStore, host_id: str, connection_id: str) -> None:
+    """A hosted connection closed: when no other connection of its host remains, that host's
+    Environments are `disconnected` (their Turns wait, bounded, for the host to come back)."""
+    store.delete(host_key(host_id, f"CONN#{connection_id}"))
+    if host_is_connected(store, host_id):
+        return
+    for member in _members(store, host_id):
+        _move(store, member["tenant"], member["environment_id"], "disconnected", ("pending", "ready", "connected"),
+              host_id)
+
+
+def idle(store: DynamoStore, host_id: str, message: dict[str, Any]) -> None:
+    """`environment.idle` from a hosted Runtime: the Environment's sandbox stopped after idling, its
+    workspace kept: `connected` -> `ready`. Only the host that holds the Environment may say so."""
+    env_id = message.get("environment_id")
+    if not isinstance(env_id, str) or not env_id.startswith("env_") or len(env_id) > 128:
+        raise InvalidRequest("Invalid 'environment_id': expected an Environment id (env_...).", param="environment_id")
+    member = store.get(host_key(host_id, f"ENV#{env_id}"))
+    env = store.get(env_key(member["tenant"], env_id)) if member else None
+    if env is None or env.get("host_id") != host_id:
+        raise InvalidRequest(f"Invalid 'environment_id': this host holds no Environment '{env_id}'.",
+                             param="environment_id")
+    _move(store, member["tenant"], env_id, "ready", ("connected",), host_id)  # type: ignore[index]
+
+
+def _error(raw: Any) -> dict[str, str]:
+    """The SDK's environment error object {code, message, type}, from what a Runtime reported."""
+    if not isinstance(raw, dict):
+        raise InvalidRequest("Invalid 'error': a failed turn.environment carries {code, message, type}.", param="error")
+    out = {}
+    for name, limit in (("code", 64), ("message", 1000), ("type", 64)):
+        value = raw.get(name)
+        if not isinstance(value, str) or not value:
+            raise InvalidRequest(f"Invalid 'error.{name}': expected a nonempty string.", param=f"error.{name}")
+        out[name] = value.encode("utf-8", "replace").decode()[:limit]
+    return out
+
+
+def observe_turn(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Any) -> None:
+    """`turn.environment`, inside a Turn's channel: the hosted Environment's state as the Runtime
+    prepares and starts its sandbox. `connected` with `prepared` (first preparation) -> `ready` then
+    `connected`; `failed` fails the Environment (its event carries the error) and the Turn, and with it
+    the Session ("failed" with the reason)."""
+    status, prepared = msg.get("status"), msg.get("prepared", False)
+    if status not in ("connected", "failed"):
+        raise InvalidRequest("Invalid 'status': expected 'connected' or 'failed'.", param="status")
+    if not isinstance(prepared, bool):
+        raise InvalidRequest("Invalid 'prepared': expected a boolean.", param="prepared")
+    error = _error(msg.get("error")) if status == "failed" else None
+    environment = draft.snapshot.environment
+    if environment.get("type") != "openai_hosted":
+        raise InvalidRequest("turn.environment reports an openai_hosted Environment; this Session has none.",
+                             param="action")
+    env_id = session_environment_id(draft.session_id, environment)
+    key = env_key(draft.tenant, env_id)
+    env = draft.store.get(key)
+    if env is None or env.get("status") not in LIVE:
+        return  # deleted, or already final: nothing to change
+    names, values = {"#s": "status"}, {":old": env["status"]}
+    if error is not None:
+        values.update({":f": "failed", ":e": error})
+        draft.tx.update(key, "SET #s = :f, #err = :e", "#s = :old", names={**names, "#err": "error"}, values=values)
+        _emit(draft, "failed", {**env, "status": "failed"}, turn.id, error=error)
+        message = f"The Environment {env_id} failed: {error['message']}"
+        turn.set(error=turn_error(message), x_agents_core={**(turn.doc.get("x_agents_core") or {}),
+                                                           "error": {"message": message}})
+        out.terminal, out.token = "failed", turn.task_token  # the Turn cannot run without its Environment
+        turn.set(closing="failed")
+        draft.dirty = True
+        return
+    first = prepared and not env.get("prepared_at")
+    if not first and env["status"] == "connected":
+        return
+    values.update({":c": "connected", ":now": now()})
+    draft.tx.update(key, "SET #s = :c, active_at = :now" + (", prepared_at = :now" if first else ""), "#s = :old",
+                    names=names, values=values)
+    if first:
+        _emit(draft, "ready", {**env, "status": "ready"}, turn.id)
+    _emit(draft, "connected", {**env, "status": "connected"}, turn.id)
+
+
+def expire(draft: engine.Draft, env: dict[str, Any], turn_id: Optional[str] = None) -> None:
+    """The host that holds the Environment's workspace is gone past the bound: `expired` (final)."""
+    draft.tx.update(env_key(draft.tenant, env["id"]), "SET #s = :x", "#s = :old", names={"#s": "status"},
+                    values={":x": "expired", ":old": env["status"]})
+    _emit(draft, "expired", {**env, "status": "expired"}, turn_id)
+
+
+def refuse_input(store: DynamoStore, tenant: str, session_id: str, environment: dict[str, Any]) -> None:
+    """Input to a Session whose Environment is final (`expired`, `failed`) can never run: 409, nothing written."""
+    if environment.get("type") != "openai_hosted":
+        return
+    env_id = session_environment_id(session_id, environment)
+    env = store.get(env_key(tenant, env_id))
+    if env is not None and env.get("status") in ("expired", "failed"):
+        raise Conflict(final_message(env))
+
+
+def final_message(env: dict[str, Any]) -> str:
+    if env["status"] == "expired":
+        return (f"The Environment {env['id']} is expired: the host that held its workspace is gone, and this "
+                "deployment does not move a workspace to another host. Create a Session with a new Environment.")
+    return (f"The Environment {env['id']} is failed ({(env.get('error') or {}).get('message', 'preparation failed')}"
+            "). Create a Session with a new Environment.")
+
+
+EMPTY_PREPARATION = {"files": [], "packages": {"python": [], "npm": []}, "setup_commands": [], "env": {},
+                     "network": {"access": "disabled"}}
+
+
+def preparation(store: DynamoStore, tenant: str, env_id: str) -> dict[str, Any]:
+    """What a hosted Runtime prepares the Environment from (confidential: setup command bodies, env
+    values and file data travel only in `turn.start` to the Runtime that claimed the Turn)."""
+    env = store.get(env_key(tenant, env_id))
+    if env is None or not env.get("preparation"):
+        return dict(EMPTY_PREPARATION)
+    return jsonutil.loads(unpack(env["preparation"]))
+
+
+# ---- hosted Environments: creation, and Sessions that name one ---------------------------------------
+
+def _hosted_fields(environment: dict[str, Any], requested: Any) -> dict[str, Any]:
+    """What an openai_hosted Environment item keeps: its public configuration (reads, and the snapshot of
+    each Session that names it) and, packed apart, its confidential preparation (never read back out
+    except into a claimed Turn's `turn.start`)."""
+    from agents_contract import hosted
+
+    public = {k: v for k, v in environment.items() if k != "id"}
+    return {"config": jsonutil.dumps(public), "preparation": pack(jsonutil.dumps(hosted.preparation(requested)))}
+
+
+def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
+    """`environments.create(environment={"type": "openai_hosted", ...}, vault_ids=...)`: a standalone
+    Environment (`pending` until a hosted Runtime prepares it for its first Turn), the same checks as a
+    Session's inline configuration; Sessions then name it with `openai_hosted.environment_id`."""
+    from agents_contract import hosted, parser, validation, wire
+
+    request = validation.parse(wire.EnvironmentCreate, body)
+    hosted.check(request.environment)
+    if request.vault_ids:
+        raise UnsupportedConfiguration("Vaults are not attached to Environments by this deployment yet; omit "
+                                       "vault_ids (a Session attaches Vaults with its own vault_ids).",
+                                       param="vault_ids")
+    environment = parser.resolve_environment(request.environment)  # type: ignore[arg-type]
+    env_id = new_id("env")
+    item = {**env_key(tenant, env_id), "kind": "environment", "id": env_id, "tenant": tenant,
+            "type": "openai_hosted", "session_id": None, "status": "pending", "created_at": now(),
+            "workspace_directory": environment["workspace_directory"],
+            "GSI1PK": f"T#{tenant}#ENVS#openai_hosted", "GSI1SK": env_id,
+            **_hosted_fields(environment, request.environment)}
+    store.put(item, condition="attribute_not_exists(PK)")
+    return resource(item)
+
+
+def for_session(store: DynamoStore, tenant: str, requested: Any, snapshot: Any) -> tuple[Any, Optional[dict[str, Any]]]:
+    """A Session that names an existing Environment (`openai_hosted.environment_id`) runs in it, with its
+    configuration: the snapshot takes that Environment's (and its id). A foreign or missing id is the
+    official 404; a final one (`expired`, `failed`) a 409 naming it."""
+    if getattr(requested, "type", None) != "openai_hosted" or not requested.environment_id:
+        return snapshot, None
+    env = load(store, tenant, requested.environment_id)
+    if env["type"] != "openai_hosted":
+        raise InvalidRequest(f"Invalid 'environment.environment_id': '{env['id']}' is a self_hosted Environment; "
+                             "an openai_hosted Session names an openai_hosted one.", param="environment.environment_id")
+    if env.get("status") not in LIVE:
+        raise Conflict(final_message(env))
+    config = jsonutil.loads(env["config"]) if env.get("config") else snapshot.environment
+    return snapshot.model_copy(update={"environment": {**config, "id": env["id"]}}), env
+
+
+def announce(draft: engine.Draft, environment: dict[str, Any], reused: Optional[dict[str, Any]]) -> None:
+    """In the Session create commit: an openai_hosted Environment that is still `pending` says so; a Turn
+    claimed in this commit binds the Environment through this commit's own write of it (`bind_host`)."""
+    if environment.get("type") != "openai_hosted":
+        return
+    draft.__dict__["env_in_commit"] = True
+    env_id = session_environment_id(draft.session_id, environment)
+    status = reused["status"] if reused is not None else "pending"
+    if status == "pending":
+        _emit(draft, "pending", {"id": env_id, "type": "openai_hosted", "status": "pending"})
+
+
+def write_for_session(tx: Any, draft: engine.Draft, environment: dict[str, Any], ts: int, requested: Any,
+                      reused: Optional[dict[str, Any]]) -> None:
+    """The Environment write of a Session create: its own new Environment, or the named one, which now
+    reports to this Session (its most recent); either carries the host a Turn claimed in this commit."""
+    host = draft.__dict__.get("bound_host")
+    if reused is not None:
+        sets, cond = "SET session_id = :s", "attribute_exists(PK) AND NOT #st IN (:e, :f)"
+        values: dict[str, Any] = {":s": draft.session_id, ":e": "expired", ":f": "failed"}
+        if host:
+            sets += ", host_id = :h"
+            cond += " AND (attribute_not_exists(host_id) OR host_id = :h)"
+            values[":h"] = host
+        tx.update(env_key(draft.tenant, reused["id"]), sets, cond, names={"#st": "status"}, values=values)
+        return
+    item = new_item(draft.tenant, draft.session_id, environment, ts)
+    if item is None:
+        return
+    if item["type"] == "openai_hosted":
+        item.update(_hosted_fields(environment, requested))
+        if host:
+            item["host_id"] = host
+    tx.put(item, "attribute_not_exists(PK)")

@@ -11,7 +11,7 @@ declares its Harnesses in its own GSI pool, so a query for one placement cannot 
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 KINDS = ("shared", "enrolled", "hosted")
 _SERVES = {"shared": "none", "enrolled": "self_hosted", "hosted": "openai_hosted"}
@@ -21,6 +21,14 @@ WORKSPACE = ("self_hosted", "openai_hosted")
 def environment_id(session_id: str) -> str:
     """A workspace Session's own Environment."""
     return "env_" + session_id.removeprefix("sess_")
+
+
+def session_environment_id(session_id: str, environment: dict[str, Any]) -> Optional[str]:
+    """The Environment a Session's Turns run in: the one it names (`openai_hosted.environment_id`,
+    kept in its snapshot as `id`), else its own; None for `environment: none`."""
+    if environment.get("type") not in WORKSPACE:
+        return None
+    return environment.get("id") or environment_id(session_id)
 
 
 def may_serve(kind: Optional[str], placement: str, *, runtime_env: Optional[str] = None,

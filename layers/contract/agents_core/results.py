@@ -192,7 +192,11 @@ def _admit_result(draft: engine.Draft, event: wire.ToolResultEvent, call: dict[s
 
 
 def _message(draft: engine.Draft, messages: list[list[dict[str, Any]]]) -> None:
-    """Starts a Turn when the Session is idle; steers the active Turn otherwise."""
+    """Starts a Turn when the Session is idle; steers the active Turn otherwise. Input to a Session whose
+    hosted Environment is expired or failed can never run: 409 naming it, nothing written."""
+    from . import environments
+
+    environments.refuse_input(draft.store, draft.tenant, draft.session_id, draft.snapshot.environment)
     active = draft.active_turn
     if active is None:
         engine.start_turn(draft, messages)

@@ -88,6 +88,9 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
         request, saved, default_harness=get_settings().default_harness, agent_id=agent_id, body=body,
         attached=attached,
     )
+    # `openai_hosted.environment_id` names an existing Environment of the tenant (404, or 409 when final):
+    # the Session runs in it, with its configuration.
+    snapshot, reused = environments.for_session(store, tenant, request.environment, snapshot)
     ts = now()
     session_id = new_id("sess")
     item: dict[str, Any] = {
@@ -103,6 +106,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     }
     draft = engine.Draft(store, tenant, item)
     draft.emit_session("agent.session.created")
+    environments.announce(draft, snapshot.environment, reused)
     if request.input is not None:
         from . import runtimes  # only a create with input claims a Turn
 
@@ -117,9 +121,8 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     if saved is not None:
         tx.check(agent_key(tenant, agent_id), "attribute_exists(PK)")
     tx.put(item, "attribute_not_exists(PK)")
-    environment = environments.new_item(tenant, session_id, snapshot.environment, ts)
-    if environment is not None:  # a workspace Session's own Environment, created with it
-        tx.put(environment, "attribute_not_exists(PK)")
+    # a workspace Session's own Environment, created with it (or the named one it now uses)
+    environments.write_for_session(tx, draft, snapshot.environment, ts, request.environment, reused)
     draft.flush()
     tx.entries += draft.tx.entries
     # nobody can have subscribed to a Session that does not exist yet: no subscriber query for it

@@ -65,11 +65,17 @@ def connection(store: DynamoStore, connection_id: str) -> Optional[dict[str, Any
 
 def forget_connection(store: DynamoStore, connection_id: str) -> None:
     """The connection is gone (`$disconnect`, or a post that met GoneException first): an Environment's
-    connection leaves its Environment offline (unless a newer one replaced it), then its items go."""
-    conn = _ROLES.pop(connection_id, None) or store.get(conn_key(connection_id))
+    connection leaves its Environment offline (unless a newer one replaced it), then its items go; a
+    hosted host's last connection leaves that host's Environments disconnected."""
+    cached = _ROLES.pop(connection_id, None)
+    # A shared `rt-` connection becomes hosted at its hello, maybe in another container: read it again.
+    conn = cached if cached is not None and cached.get("runtime_kind") != "shared" else \
+        store.get(conn_key(connection_id)) or cached
     if conn is not None and conn.get("runtime_kind") == "enrolled":
         environments.mark_disconnected(store, conn["tenant"], conn["environment_id"], connection_id)
     store.delete_partition(f"CONN#{connection_id}")
+    if conn is not None and conn.get("runtime_kind") == "hosted" and conn.get("host_id"):
+        environments.host_disconnected(store, conn["host_id"], connection_id)
 
 
 def _declarations(message: dict[str, Any]) -> list[tuple[str, frozenset[str], str]]:
@@ -94,6 +100,37 @@ def _declarations(message: dict[str, Any]) -> list[tuple[str, frozenset[str], st
     return out
 
 
+HOST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _isolation(message: dict[str, Any], conn: dict[str, Any]) -> Optional[str]:
+    """A hello's `isolation` (`{"type": "bubblewrap", "host_id"}`): the host id of a Runtime that runs
+    each openai_hosted Environment in its own sandbox, or None. Only an operator's `rt-` connection may
+    declare it (it becomes `hosted`); an Environment's connection never does."""
+    kind = conn.get("runtime_kind") or "shared"
+    if "isolation" not in message:
+        if kind == "hosted":
+            raise InvalidRequest("A hosted connection's runtime.hello declares its 'isolation'.", param="isolation")
+        return None
+    if kind not in ("shared", "hosted"):
+        raise InvalidRequest("An Environment's connection runs that Environment on its own machine: it declares no "
+                             "'isolation'.", param="isolation")
+    isolation = message["isolation"]
+    if not isinstance(isolation, dict) or set(isolation) != {"type", "host_id"}:
+        raise InvalidRequest("Invalid 'isolation': expected {\"type\": \"bubblewrap\", \"host_id\"}.", param="isolation")
+    if isolation["type"] != "bubblewrap":
+        raise InvalidRequest("Invalid 'isolation.type': this deployment runs hosted Environments only in bubblewrap "
+                             "sandboxes ('bubblewrap').", param="isolation.type")
+    host_id = isolation["host_id"]
+    if not isinstance(host_id, str) or not HOST_ID.fullmatch(host_id):
+        raise InvalidRequest("Invalid 'isolation.host_id': expected 1 to 64 characters of A-Z, a-z, 0-9, '_' and "
+                             "'-'.", param="isolation.host_id")
+    if kind == "hosted" and conn.get("host_id") != host_id:
+        raise InvalidRequest("Invalid 'isolation.host_id': this connection already said hello as another host.",
+                             param="isolation.host_id")
+    return host_id
+
+
 def hello(store: DynamoStore, connection_id: str, message: dict[str, Any],
           conn: Optional[dict[str, Any]] = None) -> list[str]:
     """Record one complete declaration per Harness, in the pool of the connection's kind; returns the
@@ -106,7 +143,7 @@ def hello(store: DynamoStore, connection_id: str, message: dict[str, Any],
     for harness, advertised, engine_name in declared:
         store.put({**conn_key(connection_id, f"H#{harness}"), "kind": "runtime_harness", "harness": harness,
                    "engine": engine_name, "connection_id": connection_id, "capabilities": sorted(advertised),
-                   "runtime_kind": kind, "environment_id": env_id,
+                   "runtime_kind": kind, "environment_id": env_id, "host_id": conn.get("host_id"),
                    "GSI1PK": placement.runtime_pool(kind, harness, env_id),
                    "GSI1SK": f"{now():012d}#{connection_id}", "ttl": now() + 2 * 3600})
         served.append(harness)
@@ -121,7 +158,13 @@ def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tu
     if conn is None or conn.get("role") != "runtime":
         raise InvalidRequest("This connection is not a Runtime connection.", param="action")
     _declarations(message)
+    host_id = _isolation(message, conn)
     welcome: dict[str, Any] = {"type": "runtime.welcome"}
+    if host_id is not None and conn.get("runtime_kind") != "hosted":
+        # An operator's Runtime that isolates each openai_hosted Environment: `hosted` from now on.
+        conn = {**conn, "runtime_kind": "hosted", "host_id": host_id}
+        store.put(conn)
+        _ROLES[connection_id] = conn
     if conn.get("runtime_kind") == "enrolling":
         credential, env = environments.exchange(store, conn["enrollment_hash"])
         conn = {k: v for k, v in conn.items() if k != "enrollment_hash"}
@@ -134,7 +177,20 @@ def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tu
     if conn.get("runtime_kind") == "enrolled":
         welcome["environment_id"] = conn["environment_id"]
         environments.mark_connected(store, conn["tenant"], conn["environment_id"], connection_id)
+    if conn.get("runtime_kind") == "hosted":
+        welcome["host_id"] = conn["host_id"]
+        environments.host_connected(store, conn["host_id"], connection_id)
     return welcome, conn
+
+
+def environment_idle(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> None:
+    """`{"action": "environment.idle", "environment_id"}`: a hosted Runtime stopped that Environment's
+    idle sandbox (its workspace kept); only the host that holds the Environment may say so."""
+    cached = _ROLES.get(connection_id)
+    conn = cached if cached is not None and cached.get("runtime_kind") == "hosted" else store.get(conn_key(connection_id))
+    if conn is None or conn.get("runtime_kind") != "hosted":
+        raise InvalidRequest("Only a hosted Runtime reports environment.idle.", param="action")
+    environments.idle(store, conn["host_id"], message)
 
 
 def queued_pools(conn: dict[str, Any], harnesses: list[str]) -> list[str]:
@@ -145,12 +201,14 @@ def queued_pools(conn: dict[str, Any], harnesses: list[str]) -> list[str]:
 
 
 def eligible_runtimes(store: DynamoStore, harness: str, required: frozenset[str], where: str = "none",
-                      env_id: Optional[str] = None) -> list[dict[str, Any]]:
+                      env_id: Optional[str] = None, host_id: Optional[str] = None) -> list[dict[str, Any]]:
     """The connected Runtimes that may serve a Turn of `where` (placement) and `harness`, whose
-    capabilities cover `required` (newest first)."""
+    capabilities cover `required` (newest first); for an openai_hosted Environment bound to a host
+    (`host_id`), only that host's connections."""
     page = store.query(pk=placement.pool_for(where, harness, env_id), index="GSI1", limit=100, ascending=False)
     return [i for i in page.items
             if placement.may_serve(i.get("runtime_kind"), where, runtime_env=i.get("environment_id"), env_id=env_id)
+            and (host_id is None or i.get("host_id") == host_id)
             and capabilities.covers(frozenset(i["capabilities"]), required)]
 
 

@@ -56,6 +56,9 @@ def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any])
                   "session_id": draft.session_id, "turn_id": turn.id, "ttl": now() + 2 * 3600})
     draft.active_turn = {**(draft.active_turn or {}), "id": turn.id, "status": "in_progress", "claimed_by": chosen}
     draft.emit_turn("agent.session.turn.in_progress", turn)
+    if runtime.get("runtime_kind") == "hosted":  # its Environment's workspace lives on this host from now on
+        env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
+        environments.bind_host(draft, env_id, draft.__dict__.get("hosted_env"), runtime["host_id"])  # type: ignore[arg-type]
     if environments.clear_connection_action(draft) and draft.status == "requires_action" \
             and not draft.required_actions:
         draft.status = "in_progress"  # the Environment connected: the waiting input runs
@@ -67,8 +70,15 @@ def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any])
 def _candidates(draft: engine.Draft, required: frozenset[str]) -> list[dict[str, Any]]:
     """The Runtimes that may serve this Session's Turns: its placement's kind only (`placement`)."""
     where = draft.snapshot.environment["type"]
-    env_id = placement.environment_id(draft.session_id) if where in placement.WORKSPACE else None
-    return eligible_runtimes(draft.store, draft.snapshot.harness, required, where, env_id)
+    env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
+    host_id = None
+    if where == "openai_hosted":  # bound to the host that holds its workspace, once one claimed a Turn of it
+        env = draft.store.get(environments.env_key(draft.tenant, env_id))  # type: ignore[arg-type]
+        draft.__dict__["hosted_env"] = env
+        if env is not None and env.get("status") not in environments.LIVE:
+            return []  # expired or failed: nothing runs in it again
+        host_id = (env or {}).get("host_id") or draft.__dict__.get("bound_host")
+    return eligible_runtimes(draft.store, draft.snapshot.harness, required, where, env_id, host_id)
 
 
 def wait_for_environment(draft: engine.Draft, turn: engine.TurnState) -> None:
@@ -79,7 +89,7 @@ def wait_for_environment(draft: engine.Draft, turn: engine.TurnState) -> None:
     where = draft.snapshot.environment["type"]
     if where not in placement.WORKSPACE:
         return
-    env_id = placement.environment_id(draft.session_id)
+    env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
     draft.command({"type": "await_environment", "turn_id": turn.id})
     if where == "self_hosted" and not environments.is_connected(draft.store.get(environments.env_key(
             draft.tenant, env_id))):
@@ -161,7 +171,7 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
     return {
         "type": "turn.start", "tenant": tenant, "session_id": session_id, "turn_id": turn_id,
         "harness": snapshot.harness, "impersonate": snapshot.impersonate,
-        "agent": agent, "environment": snapshot.environment,
+        "agent": agent, "environment": _environment(store, tenant, session_id, snapshot.environment),
         "input": items,
         "execution_controls": {
             "output_format": agent["text"]["format"],
@@ -171,6 +181,15 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
             "tool_search": any(t["type"] == "tool_search" for t in agent["tools"]),
         },
     }
+
+
+def _environment(store: DynamoStore, tenant: str, session_id: str, environment: dict[str, Any]) -> dict[str, Any]:
+    """The Session's placement; an openai_hosted one with its id and its preparation (files, packages,
+    setup commands, env, network), read from the Environment: the Runtime prepares it once, on its disk."""
+    if environment.get("type") != "openai_hosted":
+        return environment
+    env_id = placement.session_environment_id(session_id, environment)
+    return {**environment, "id": env_id, "hosted": environments.preparation(store, tenant, env_id)}  # type: ignore[arg-type]
 
 
 def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str, turn_id: str,

@@ -579,3 +579,13 @@ _APPLY = {
     "turn.subagent.turn.started": subagents.turn_started,
     "turn.subagent.turn.ended": subagents.turn_ended,
 }
+
+
+def _turn_environment(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out: Report) -> None:
+    from .. import environments  # hosted Environments' state, reported inside the Turn's channel
+
+    environments.observe_turn(draft, turn, msg, out)
+
+
+OBSERVATIONS += ("turn.environment",)
+_APPLY["turn.environment"] = _turn_environment

@@ -87,9 +87,19 @@ def expire_environment_wait(store: DynamoStore, tenant: str, session_id: str, tu
         turn = draft.turn(turn_id)
         if turn is None or turn.status != "queued" or turn.claimed_by:
             return "claimed" if turn is not None else "missing"
-        env_id = placement.environment_id(session_id)
         where = draft.snapshot.environment["type"]
-        if where == "self_hosted" and not environments.is_connected(store.get(environments.env_key(tenant, env_id))):
+        env_id = placement.session_environment_id(session_id, draft.snapshot.environment)
+        hosted = store.get(environments.env_key(tenant, env_id)) if where == "openai_hosted" else None  # type: ignore[arg-type]
+        if hosted is not None and hosted.get("host_id") and not environments.host_is_connected(store, hosted["host_id"]):
+            # The host that holds its workspace is gone: the Environment expires (no checkpoint moves it).
+            message = (f"The Environment {env_id} cannot run this Turn: the host that holds its workspace is gone "
+                       f"(not back within {seconds} seconds), so the Environment is expired. Create a Session with "
+                       "a new Environment.")
+            if hosted.get("status") in environments.LIVE:
+                environments.expire(draft, hosted, turn_id)
+        elif hosted is not None and hosted.get("status") not in environments.LIVE:
+            message = environments.final_message(hosted)
+        elif where == "self_hosted" and not environments.is_connected(store.get(environments.env_key(tenant, env_id))):
             message = (f"The Environment {env_id} did not connect within {seconds} seconds. Connect that machine "
                        f"with an enrollment (POST /v1/agents/environments/{env_id}/enrollments), then send the "
                        "input again.")
