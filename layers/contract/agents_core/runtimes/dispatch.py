@@ -205,5 +205,62 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
                                         names={"#st": "status"},
                                         values={":t": task_token, ":c": "completed", ":f": "failed", ":x": "cancelled"})
     store.transact(tx)
-    messenger.post(item["claimed_by"],
-                   start_message(store, tenant, session_id, turn_id, session, engine.TurnState.from_item(item)))
+    message = start_message(store, tenant, session_id, turn_id, session, engine.TurnState.from_item(item))
+    try:
+        credentials = mcp_credentials(store, tenant, session_id, session)
+    except CredentialUnavailable as exc:
+        fail_unstarted(store, tenant, session_id, turn_id, task_token, str(exc))
+        return
+    if credentials:
+        message["mcp_credentials"] = credentials  # this Runtime, this Turn, over its connection only
+    messenger.post(item["claimed_by"], message)
+
+
+class CredentialUnavailable(Exception):
+    """The Session's frozen Vault credential cannot serve this Turn (see vaults.CredentialUnavailable)."""
+
+
+def mcp_credentials(store: DynamoStore, tenant: str, session_id: str,
+                    session: Optional[dict[str, Any]] = None) -> dict[str, dict[str, str]]:
+    """server label -> {"type": "bearer", "token"} for each HTTP MCP server whose frozen credential_id
+    names a Vault credential, decrypted now (an expired OAuth token refreshed first). Never stored:
+    it exists only in this turn.start. A deleted or undecryptable credential fails the Turn; it never
+    falls back to anonymous."""
+    session = session or store.get({"PK": session_pk(tenant, session_id), "SK": "S"})
+    snapshot = engine.Snapshot.from_json(unpack(session["snapshot"])) if session else None
+    if snapshot is None or not snapshot.credentials:
+        return {}
+    from .. import vaults  # only a Session with a credential decrypts (kms:Decrypt is Dispatch's alone)
+
+    out: dict[str, dict[str, str]] = {}
+    for tool in snapshot.tools:
+        credential_id = tool.get("credential_id") if tool["type"] == "mcp" else None
+        if not credential_id:
+            continue
+        vault_id = snapshot.credentials.get(credential_id)
+        try:
+            if vault_id is None:
+                raise vaults.CredentialUnavailable(f"The MCP credential {credential_id} has no Vault binding.")
+            token = vaults.bearer(store, tenant, vault_id, credential_id)
+        except vaults.CredentialUnavailable as exc:
+            raise CredentialUnavailable(f"MCP server '{tool['server_label']}': {exc}") from None
+        out[tool["server_label"]] = {"type": "bearer", "token": token}
+    return out
+
+
+def fail_unstarted(store: DynamoStore, tenant: str, session_id: str, turn_id: str, task_token: str,
+                   message: str) -> None:
+    """The Turn fails before its Runtime hears of it, saying why (x_agents_core.error); the workflow's
+    Settle ends it, as after a Runtime's turn.failed."""
+    from ..aws import default_workflow
+
+    def work(draft: engine.Draft) -> None:
+        turn = draft.turn(turn_id)
+        if turn is None or turn.status in engine.TERMINAL:
+            return
+        turn.set(closing="failed", x_agents_core={**(turn.doc.get("x_agents_core") or {}), "error": {"message": message}})
+        draft.dirty = True
+
+    engine.run(store, tenant, session_id, work, turn_id=turn_id)
+    logger.warning("turn failed before start: MCP credential unavailable", extra={"turn_id": turn_id})
+    default_workflow().succeed(task_token, {"status": "failed", "final_answer": None})
