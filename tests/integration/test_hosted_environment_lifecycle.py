@@ -450,3 +450,16 @@ def test_environments_create_rejects_vault_ids_and_unknown_members(client):
         client.beta.agents.environments.create(environment={"type": "openai_hosted", "container_size": "large"})
     assert "container_size" in err.value.body["message"]
     assert client.beta.agents.environments.list().data == []
+
+
+def test_a_named_environment_deleted_with_the_session_that_created_it_refuses_input(client, stack):
+    owner = hosted_session(client, script=None)
+    named = hosted_session(client, script=None, environment_id=owner.environment.id)
+    assert named.environment.id == owner.environment.id
+    client.beta.agents.sessions.delete(owner.id)  # its own Environment goes with it
+    with pytest.raises(openai.NotFoundError):
+        client.beta.agents.environments.retrieve(owner.environment.id)
+    with pytest.raises(openai.ConflictError) as err:
+        client.beta.agents.sessions.events.create(named.id, events=[message("say hi")])
+    assert owner.environment.id in err.value.body["message"] and "no longer exists" in err.value.body["message"]
+    assert client.beta.agents.sessions.turns.list(named.id).data == []

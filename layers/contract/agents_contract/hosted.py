@@ -28,6 +28,7 @@ from .errors import InvalidRequest, UnsupportedConfiguration
 
 WORKSPACE = "/workspace"
 MAX_FILES_BYTES = 64 * 1024  # decoded, all inline files of one Environment together
+MAX_FILES = 100
 MAX_PACKAGES = 64  # per manager
 MAX_PACKAGE_CHARS = 200
 MAX_SETUP_COMMANDS = 20
@@ -125,6 +126,8 @@ def _workspace_path(value: Any, at: str) -> str:
 
 
 def _files(files: list[dict[str, Any]], at: str) -> None:
+    if len(files) > MAX_FILES:
+        raise InvalidRequest(f"Invalid '{at}.files': at most {MAX_FILES} files.", param=f"{at}.files")
     total, seen = 0, set()
     for i, f in enumerate(files):
         where = f"{at}.files[{i}]"

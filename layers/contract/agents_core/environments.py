@@ -481,9 +481,12 @@ def refuse_input(store: DynamoStore, tenant: str, session_id: str, environment: 
     if environment.get("type") != "openai_hosted":
         return
     env_id = session_environment_id(session_id, environment)
-    env = store.get(env_key(tenant, env_id))
+    env = store.get(env_key(tenant, env_id))  # type: ignore[arg-type]
     if env is not None and env.get("status") in ("expired", "failed"):
         raise Conflict(final_message(env))
+    if env is None:  # a named Environment whose own Session was deleted, and it with it
+        raise Conflict(f"The Environment {env_id} no longer exists (it was deleted with the Session that created "
+                       "it). Create a Session with a new Environment.")
 
 
 def final_message(env: dict[str, Any]) -> str:

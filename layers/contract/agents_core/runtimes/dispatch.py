@@ -75,8 +75,9 @@ def _candidates(draft: engine.Draft, required: frozenset[str]) -> list[dict[str,
     if where == "openai_hosted":  # bound to the host that holds its workspace, once one claimed a Turn of it
         env = draft.store.get(environments.env_key(draft.tenant, env_id))  # type: ignore[arg-type]
         draft.__dict__["hosted_env"] = env
-        if env is not None and env.get("status") not in environments.LIVE:
-            return []  # expired or failed: nothing runs in it again
+        if (env is None and not draft.__dict__.get("env_in_commit")) or \
+                (env is not None and env.get("status") not in environments.LIVE):
+            return []  # expired, failed or deleted: nothing runs in it again
         host_id = (env or {}).get("host_id") or draft.__dict__.get("bound_host")
     return eligible_runtimes(draft.store, draft.snapshot.harness, required, where, env_id, host_id)
 
