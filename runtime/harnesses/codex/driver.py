@@ -13,6 +13,12 @@
   the thread starts, so before any native connection; a failure fails the start with its reason.
 - The native thread id is kept in the Session's state directory: after a Runtime restart the next
   Turn resumes the thread's history (`thread/resume`). Core still fails claimed work without replay.
+- Subagents (`multi_agent_v1`): notifications are routed by `threadId`. A child thread is known from the
+  root's `collabAgentToolCall` (`spawnAgent`, `receiverThreadIds`) or from `turn/started` with our
+  `rootTurnId`; it is reported as a Subagent (the thread id is its Runtime id), its turns as child Turns,
+  its messages, MCP calls and function calls with `child_turn_id`. A thread we do not know is never
+  published as the root's. Cancel interrupts the open child turns first, then the root turn (interrupting
+  the root alone leaves the children running).
 - Native tools follow the placement (config.py): on `environment: none` every `turn/start` carries
   `environments: []`, and `model_catalog_json` points at a copy of the binary's bundled model catalog
   (`codex debug models --bundled`, read once per driver) with the Session's overrides, written once per
@@ -378,6 +384,9 @@ class CodexTurn(NativeTurn):
         self.last_error: Optional[str] = None
         self.finished = asyncio.Event()
         self._early: list[dict[str, Any]] = []  # steering that arrived before turn/start answered
+        self.children: dict[str, Optional[str]] = {}  # child thread -> its open native turn (None between turns)
+        self.closed_children: set[str] = set()
+        self.call_child: dict[str, str] = {}  # a child's pending call -> its native child turn
 
     # -- the Turn --------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -423,6 +432,14 @@ class CodexTurn(NativeTurn):
 
     async def _interrupt(self) -> None:
         peer = self.session.peer
+        # Interrupting the root turn alone leaves its children running (and their calls pending): the
+        # open child turns are interrupted first.
+        for thread, child_turn in list(self.children.items()):
+            if child_turn is not None and peer is not None and peer.alive and not self.done:
+                try:
+                    await peer.request("turn/interrupt", {"threadId": thread, "turnId": child_turn})
+                except RpcError as exc:
+                    log.warning("turn/interrupt of a child failed: %s", exc)
         if peer is not None and peer.alive and not self.done:
             try:
                 await peer.request("turn/interrupt", {"threadId": self.session.thread_id, "turnId": self.native_turn})
@@ -432,12 +449,40 @@ class CodexTurn(NativeTurn):
     # -- Harness -> Core (on the driver's loop) ----------------------------------------------------------
     def on_tool_call(self, request_id: Any, params: dict[str, Any]) -> None:
         call_id = str(params.get("callId"))
-        self._release_held("commentary")
+        child = self._child_turn_of(params)
+        if child is False:
+            asyncio.ensure_future(self.session._decline(request_id, "item/tool/call"))  # not this Turn's thread
+            return
         self.calls[call_id] = _Call(request_id)
+        fields: dict[str, Any] = {}
+        if child:
+            self.call_child[call_id] = child
+            fields["child_turn_id"] = child
+        else:
+            self._release_held("commentary")
         self.channel.emit("turn.function_call", call_id=call_id, name=params.get("tool"),
-                          arguments=params.get("arguments"), item_id=call_id)
+                          arguments=params.get("arguments"), item_id=call_id, **fields)
+
+    def _is_child(self, thread: Any) -> bool:
+        return thread is not None and self.session.thread_id is not None and thread != self.session.thread_id
+
+    def _child_turn_of(self, params: dict[str, Any]) -> Any:
+        """None for the root thread, the child's open native turn for a known child thread, False for a
+        thread this Turn does not run."""
+        thread = params.get("threadId")
+        if not self._is_child(thread):
+            return None
+        if thread not in self.children:
+            return False
+        turn_id = self.children[thread] or params.get("turnId")
+        if turn_id and self.children[thread] is None:
+            self._child_turn_started(thread, str(turn_id))
+        return turn_id or False
 
     def on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if self._is_child(params.get("threadId")):
+            self._child_notification(str(params["threadId"]), method, params)
+            return
         if method == "item/started":
             self._item_started(params.get("item") or {})
         elif method == "item/agentMessage/delta":
@@ -456,8 +501,97 @@ class CodexTurn(NativeTurn):
                 return
             self._completed(turn)
 
+    # -- Subagents ------------------------------------------------------------------------------------------
+    def _open_child(self, thread: str, parent: Optional[str] = None, instructions: Optional[str] = None) -> None:
+        if thread in self.children and thread not in self.closed_children:
+            return
+        self.children.setdefault(thread, None)
+        self.closed_children.discard(thread)
+        fields: dict[str, Any] = {"subagent_id": thread}
+        if parent and parent in self.children:
+            fields["parent_subagent_id"] = parent
+        if isinstance(instructions, str):
+            fields["instructions"] = instructions
+        self.channel.emit("turn.subagent.opened", **fields)
+
+    def _collab(self, item: dict[str, Any], sender: Optional[str]) -> None:
+        """A collabAgentToolCall (on the root, or on a child for a nested one): spawn and resume open a
+        Subagent, close closes it."""
+        tool = item.get("tool")
+        receivers = [str(t) for t in item.get("receiverThreadIds") or []]
+        if tool in ("spawnAgent", "resumeAgent"):
+            for thread in receivers:
+                self._open_child(thread, sender, item.get("prompt"))
+        elif tool == "closeAgent" and item.get("status") == "completed":
+            for thread in receivers:
+                if thread in self.children and thread not in self.closed_children:
+                    self._end_child_turn(thread, "cancelled")
+                    self.closed_children.add(thread)
+                    self.channel.emit("turn.subagent.closed", subagent_id=thread)
+
+    def _child_turn_started(self, thread: str, turn_id: str) -> None:
+        if self.children.get(thread) == turn_id:
+            return
+        self._end_child_turn(thread, "completed")
+        self.children[thread] = turn_id
+        self.channel.emit("turn.subagent.turn.started", subagent_id=thread, child_turn_id=turn_id)
+
+    def _end_child_turn(self, thread: str, status: str) -> None:
+        turn_id = self.children.get(thread)
+        if turn_id is None:
+            return
+        for call_id, child in list(self.call_child.items()):  # calls the child turn ended without completing
+            if child == turn_id:
+                self.call_child.pop(call_id)
+                if self.calls.pop(call_id, None) is not None:
+                    self.channel.emit("turn.call.abandoned", call_id=call_id)
+        self.children[thread] = None
+        self.channel.emit("turn.subagent.turn.ended", child_turn_id=turn_id, status=status)
+
+    def _child_notification(self, thread: str, method: str, params: dict[str, Any]) -> None:
+        """A child thread's notification: published as the child's, never as the root's."""
+        if method == "turn/started":
+            turn = params.get("turn") or {}
+            if thread not in self.children:
+                if self.native_turn is None or turn.get("rootTurnId") != self.native_turn:
+                    return  # a thread this Turn does not run
+                self._open_child(thread)
+            if turn.get("id"):
+                self._child_turn_started(thread, str(turn["id"]))
+            return
+        if thread not in self.children:
+            return
+        child_turn = self.children.get(thread)
+        if method == "turn/completed":
+            status = (params.get("turn") or {}).get("status")
+            self._end_child_turn(thread, {"completed": "completed", "interrupted": "cancelled"}.get(status, "failed"))
+        elif method == "item/completed" and child_turn is not None:
+            item = params.get("item") or {}
+            kind = item.get("type")
+            if kind == "agentMessage" and item.get("id"):
+                phase = item.get("phase") or "commentary"
+                self.channel.emit_batch([
+                    ("turn.item.added", {"child_turn_id": child_turn,
+                                         "item": assistant_message(item["id"], phase, "in_progress", None)}),
+                    ("turn.item.done", {"child_turn_id": child_turn, "item": assistant_message(
+                        item["id"], phase, "completed", item.get("text", ""))})])
+            elif kind == "dynamicToolCall":
+                self.call_child.pop(str(item.get("id")), None)
+                self._call_completed(item)
+            elif kind == "mcpToolCall":
+                self.channel.emit_batch([
+                    ("turn.item.added", {"child_turn_id": child_turn, "item": _mcp_item(item, "in_progress")}),
+                    ("turn.item.done", {"child_turn_id": child_turn, "item": _mcp_item(item, "completed")})])
+            elif kind == "collabAgentToolCall":
+                self._collab(item, thread)
+        elif method == "item/started" and (params.get("item") or {}).get("type") == "collabAgentToolCall":
+            self._collab(params["item"], thread)
+
     def _item_started(self, item: dict[str, Any]) -> None:
         kind = item.get("type")
+        if kind == "collabAgentToolCall":
+            self._collab(item, None)
+            return
         if kind == "userMessage" or not item.get("id"):
             return
         self._release_held("commentary")
@@ -476,17 +610,22 @@ class CodexTurn(NativeTurn):
             else:
                 self.held = done  # the phase is known once something follows it, or the turn ends
         elif kind == "dynamicToolCall":
-            call = self.calls.pop(str(item.get("id")), None)
-            if call is None:
-                return
-            # The receipt: the native tool result that appeared in the live Turn is the one we answered.
-            if call.answer is not None and item.get("contentItems") == call.answer["contentItems"]:
-                self.channel.emit("turn.tool_result.applied", call_id=str(item["id"]))
-            else:
-                self.channel.emit("turn.call.abandoned", call_id=str(item["id"]))
+            self._call_completed(item)
+        elif kind == "collabAgentToolCall":
+            self._collab(item, None)
         elif kind == "mcpToolCall":
             self.channel.emit_batch([("turn.item.added", {"item": _mcp_item(item, "in_progress")}),
                                      ("turn.item.done", {"item": _mcp_item(item, "completed")})])
+
+    def _call_completed(self, item: dict[str, Any]) -> None:
+        call = self.calls.pop(str(item.get("id")), None)
+        if call is None:
+            return
+        # The receipt: the native tool result that appeared in the live Turn is the one we answered.
+        if call.answer is not None and item.get("contentItems") == call.answer["contentItems"]:
+            self.channel.emit("turn.tool_result.applied", call_id=str(item["id"]))
+        else:
+            self.channel.emit("turn.call.abandoned", call_id=str(item["id"]))
 
     def _release_held(self, phase: str) -> None:
         if self.held is not None:
