@@ -34,3 +34,19 @@ def as_start(document: dict[str, Any]) -> dict[str, Any]:
         return document
     return {"type": "turn.start", "agent": document["agent"], "environment": document["environment"],
             "harness": document.get("harness"), "impersonate": document.get("impersonate")}
+
+
+def bearer_variables(start: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """A turn.start's Vault bearers (`mcp_credentials`) as environment variables for the native process:
+    (server label -> variable name, variable name -> token). The token lives only in the native process's
+    environment, never in argv, a configuration file or a log; the variable names carry no secret."""
+    credentials = start.get("mcp_credentials") or {}
+    names: dict[str, str] = {}
+    values: dict[str, str] = {}
+    for index, label in enumerate(sorted(credentials)):
+        entry = credentials[label]
+        if not isinstance(entry, dict) or entry.get("type") != "bearer" or not isinstance(entry.get("token"), str):
+            raise AdapterError(f"MCP server '{label}' has a credential this Runtime cannot use.")
+        name = f"AGENTS_MCP_BEARER_{index}"
+        names[label], values[name] = name, entry["token"]
+    return names, values

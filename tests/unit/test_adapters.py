@@ -26,7 +26,8 @@ def start(tools=None, harness="codex", env=None, text=None):
 def test_codex_writes_command_args_cwd_and_env_vars_to_its_mcp_servers_table():
     native = codex.config(start([stdio_mcp("files", cwd="/opt/tools")], env=SELF_HOSTED))
     assert native["mcp_servers"]["files"] == {"command": "mcp-files", "args": ["--ro"], "cwd": "/opt/tools",
-                                              "env_vars": ["TOKEN_PATH"], "required": False}
+                                              "env_vars": ["TOKEN_PATH"], "default_tools_approval_mode": "approve",
+                                              "required": False}
 
 
 def test_codex_http_server_url_bearer_reference_headers_and_required():
@@ -34,7 +35,8 @@ def test_codex_http_server_url_bearer_reference_headers_and_required():
                         allowed_tools=["lookup"])])
     entry = codex.config(s, credentials={"tickets": "TICKETS_TOKEN"})["mcp_servers"]["tickets"]
     assert entry == {"url": "https://mcp.example.com/mcp", "http_headers": {"X-Team": "core"},
-                     "bearer_token_env_var": "TICKETS_TOKEN", "enabled_tools": ["lookup"], "required": True}
+                     "bearer_token_env_var": "TICKETS_TOKEN", "enabled_tools": ["lookup"],
+                     "default_tools_approval_mode": "approve", "required": True}
 
 
 def test_codex_native_toml_round_trips_through_a_real_toml_writer():

@@ -36,7 +36,7 @@ from typing import Any, Optional
 from ...protocol import TurnChannel
 from ...sandbox import INSIDE_OPT
 from .. import DEFAULT_MAX_WARM, NativeDriver, NativeTurn
-from ..common import AdapterError, output_schema, tools_of
+from ..common import AdapterError, bearer_variables, output_schema, tools_of
 from . import config as adapter
 from .functions import FunctionsServer
 
@@ -116,7 +116,8 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
     from claude_agent_sdk import ClaudeAgentOptions
     from claude_agent_sdk.types import McpSdkServerConfig
 
-    native = adapter.options(start)
+    names, bearers = bearer_variables(start)
+    native = adapter.options(start, names)
     servers: dict[str, Any] = {}
     for label, entry in native["mcpServers"].items():
         if label == adapter.FUNCTIONS_SERVER:
@@ -124,7 +125,8 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
                 servers[label] = McpSdkServerConfig(type="sdk", name=label, instance=functions.server)
         else:
             servers[label] = dict(entry)
-    env = {**provider.env(), **(native.get("env") or {}), "CLAUDE_CONFIG_DIR": str(config_dir)}
+    # Bearers reach the CLI through its environment only: argv holds `Bearer ${VAR}`, never the token.
+    env = {**provider.env(), **(native.get("env") or {}), **bearers, "CLAUDE_CONFIG_DIR": str(config_dir)}
     if box is not None:
         # A hosted Environment: the CLI runs in its sandbox through a launcher that keeps only these
         # variables (the SDK merges the Runtime's whole environment into its child's); the model through
@@ -170,7 +172,12 @@ def check_declared(label: str, declared: dict[str, Any], loaded: Optional[dict[s
     if loaded is None:
         return  # an older CLI that does not echo the configuration
     for key in ("url", "headers", "command", "args"):
-        if key in declared and key in loaded and loaded[key] != declared[key]:
+        want, got = declared.get(key), loaded.get(key)
+        if key == "headers" and isinstance(want, dict) and isinstance(got, dict):
+            # The CLI echoes Authorization expanded (the bearer itself): compared without it, never logged.
+            want = {k: v for k, v in want.items() if k.lower() != "authorization"}
+            got = {k: v for k, v in got.items() if k.lower() != "authorization"}
+        if key in declared and key in loaded and got != want:
             raise AdapterError(f"Declared MCP server '{label}' changed '{key}' in the configuration Claude Code "
                                "loaded.")
 
@@ -342,7 +349,7 @@ class ClaudeSession:
         declared = {t["server_label"]: t for t in tools_of(start, "mcp")}
         if not declared:
             return
-        native = adapter.options(start)["mcpServers"]
+        native = adapter.options(start, bearer_variables(start)[0])["mcpServers"]
         deadline = asyncio.get_running_loop().time() + MCP_CONNECT_TIMEOUT
         while True:
             status = {s.get("name"): s for s in ((await client.get_mcp_status()) or {}).get("mcpServers") or []}

@@ -57,6 +57,9 @@ def mcp_servers(start: dict[str, Any], credentials: Optional[dict[str, str]] = N
                 entry["bearer_token_env_var"] = credentials[label]
         if tool["allowed_tools"] is not None:
             entry["enabled_tools"] = list(tool["allowed_tools"])
+        # Under approval_policy "never" Codex fails every tool without readOnlyHint ("requires approval");
+        # a declared server's tools are approved (allowed_tools already limits which exist).
+        entry["default_tools_approval_mode"] = "approve"
         entry["required"] = bool(tool["required"])
         servers[label] = entry
     return servers
@@ -69,6 +72,9 @@ def config(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) 
     servers = mcp_servers(start, credentials)
     if servers:
         out["mcp_servers"] = servers
+    if credentials:
+        # The bearer variables stay out of the model's shell (and of Codex's 0644 shell snapshots).
+        out["shell_environment_policy"] = {"exclude": sorted(credentials.values())}
     search = one(start, "web_search")
     if search is not None:
         out["web_search"] = search["mode"]

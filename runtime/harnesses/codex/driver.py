@@ -43,7 +43,7 @@ from typing import Any, Optional
 from ...protocol import TurnChannel, assistant_message
 from ...sandbox import INSIDE_OPT, INSIDE_WORKSPACE
 from .. import DEFAULT_MAX_WARM, NativeDriver, NativeTurn
-from ..common import AdapterError, placement, tools_of
+from ..common import AdapterError, bearer_variables, placement, tools_of
 from . import config as adapter
 from .rpc import JsonRpcPeer, ProcessExited, RpcError
 
@@ -120,10 +120,12 @@ class Provider:
         return out
 
 
-def native_config(start: dict[str, Any], provider: Provider, catalog: Optional[str] = None) -> dict[str, Any]:
+def native_config(start: dict[str, Any], provider: Provider, catalog: Optional[str] = None,
+                  credentials: Optional[dict[str, str]] = None) -> dict[str, Any]:
     """config.toml: the adapter's translation of the snapshot plus the provider selection; `catalog`
-    is the path of this Session's model catalog, when it needs one."""
-    native = adapter.session_config(start)
+    is the path of this Session's model catalog, when it needs one; `credentials`: server label -> the
+    variable holding its bearer (the name only)."""
+    native = adapter.session_config(start, credentials)
     merged: dict[str, Any] = {"model": start["agent"]["model"], "approval_policy": "never", **native}
     if catalog:
         merged["model_catalog_json"] = catalog
@@ -248,6 +250,7 @@ class CodexSession:
             self.cwd = pathlib.Path(start["environment"].get("workspace_directory") or self.root / "work")
             self.sandbox = "workspace-write"
         self.peer: Optional[JsonRpcPeer] = None
+        self._bearers: dict[str, str] = {}  # the Vault bearers the running app-server was started with
         self.thread_id: Optional[str] = self._saved_thread()
         self.current: Optional[CodexTurn] = None
         self.lock = asyncio.Lock()
@@ -266,8 +269,12 @@ class CodexSession:
 
     # -- process -----------------------------------------------------------------------------------
     async def _ensure(self, start: dict[str, Any]) -> JsonRpcPeer:
+        names, bearers = bearer_variables(start)
+        if self.peer is not None and self.peer.alive and bearers != self._bearers:
+            await self.peer.close()  # a refreshed or rotated bearer: a new app-server resumes the thread
         if self.peer is not None and self.peer.alive:
             return self.peer
+        self._bearers = bearers
         provider, catalog = self.driver.provider, self.driver.catalog_path(start)
         if self.box is not None:  # the model through the bridge (no key inside), the catalog beside the state
             provider = dataclasses.replace(provider, base_url=self.box.provider_url("codex"))
@@ -275,11 +282,11 @@ class CodexSession:
                 copy = self.root / "model_catalog.json"
                 shutil.copyfile(catalog, copy)
                 catalog = self.box.inside(copy)
-        native = native_config(start, provider, catalog)
-        declared = adapter.config(start)
+        native = native_config(start, provider, catalog, names)
+        declared = adapter.config(start, names)
         (self.home / "config.toml").write_text(adapter.render_toml(native))
         if self.box is not None:
-            extra = {"CODEX_HOME": self.box.inside(self.home)}
+            extra = {"CODEX_HOME": self.box.inside(self.home), **bearers}
             if provider.env_key:
                 extra[provider.env_key] = "sandbox-bridge"  # the bridge puts the operator's key on the request
             env = self.box.environ(extra)
@@ -289,6 +296,7 @@ class CodexSession:
         else:
             env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "AGENTS_CORE_"))}
             env["CODEX_HOME"] = str(self.home)
+            env.update(bearers)  # only this app-server's environment holds them (never argv or config.toml)
             argv, spawn_cwd = [self.driver.binary, "app-server"], str(self.cwd)
         peer = JsonRpcPeer(self._notification, self._request, self._exited)
         await peer.spawn(argv, env, spawn_cwd)
