@@ -33,7 +33,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ...protocol import TurnChannel
+from ...protocol import TurnChannel, assistant_message
 from ...sandbox import INSIDE_OPT
 from .. import DEFAULT_MAX_WARM, NativeDriver, NativeTurn
 from ..common import AdapterError, bearer_variables, output_schema, tools_of
@@ -143,7 +143,8 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
         "setting_sources": [], "env": env, "cwd": str(native.get("cwd") or cwd), "cli_path": binary,
         "model": start["agent"].get("model") or None, "resume": resume,
         "can_use_tool": permission_callback(adapter._allowed_tools(start), set(servers)),
-        "stderr": lambda line: log.debug("claude: %s", line)}
+        "stderr": lambda line: log.debug("claude: %s", line),
+        "forward_subagent_text": True}  # a Subagent's text, reported as its child Turn's Items
     if "outputFormat" in native:
         kwargs["output_format"] = native["outputFormat"]
     effort = (start["agent"].get("reasoning") or {}).get("effort")
@@ -445,6 +446,10 @@ class ClaudeTurn(NativeTurn):
         self.last_error: Optional[str] = None
         self.finished = asyncio.Event()
         self._early: list[dict[str, Any]] = []  # steering that arrived before the first query went out
+        # Subagents (the Agent tool): the spawning tool-use id -> {"task": task id, "turn": minted child turn id};
+        # Claude Code has no child turn id, so one is minted per child task.
+        self.tasks: dict[str, dict[str, str]] = {}
+        self.child_uses: dict[str, str] = {}  # a child's tool-use id -> the spawning tool-use id
 
     # -- the Turn --------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -500,13 +505,74 @@ class ClaudeTurn(NativeTurn):
     # -- the functions server (on the driver's loop) -----------------------------------------------------
     async def on_tool_call(self, tool_use_id: Optional[str], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         call_id = tool_use_id or self._unserved(name)
-        self._release("commentary")
+        child = self._child_of(call_id)
+        fields = {"child_turn_id": child} if child else {}
+        if not child:
+            self._release("commentary")
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         call = self.calls[call_id] = _Call(name, future)
-        self.channel.emit("turn.function_call", call_id=call_id, name=name, arguments=arguments, item_id=call_id)
+        self.channel.emit("turn.function_call", call_id=call_id, name=name, arguments=arguments, item_id=call_id,
+                          **fields)
         result = await future  # cancelled by an interrupt: Claude Code synthesizes an error result
         call.answer = result
         return result
+
+    def _child_of(self, tool_use_id: str) -> Optional[str]:
+        """The child turn a call belongs to: its tool use appeared in a child's message (parent_tool_use_id
+        = the Agent call); one the root never made, while exactly one child runs, is that child's."""
+        spawn = self.child_uses.get(tool_use_id)
+        if spawn is None and tool_use_id not in self.tool_uses and len(self.tasks) == 1:
+            spawn = next(iter(self.tasks))
+        task = self.tasks.get(spawn) if spawn else None
+        return task["turn"] if task else None
+
+    # -- Subagents ---------------------------------------------------------------------------------------
+    def _task(self, message: Any) -> None:
+        from claude_agent_sdk import TaskNotificationMessage, TaskStartedMessage, TaskUpdatedMessage
+
+        if isinstance(message, TaskStartedMessage):
+            spawn = message.tool_use_id
+            if not spawn or spawn in self.tasks:
+                return
+            child_turn = f"{message.task_id}-turn-1"
+            self.tasks[spawn] = {"task": message.task_id, "turn": child_turn}
+            prompt = (message.data or {}).get("prompt")
+            opened = {"subagent_id": message.task_id, "name": message.description or None}
+            if isinstance(prompt, str):
+                opened["instructions"] = prompt
+            self.channel.emit_batch([("turn.subagent.opened", opened),
+                                     ("turn.subagent.turn.started", {"subagent_id": message.task_id,
+                                                                     "child_turn_id": child_turn})])
+            return
+        status = message.status if isinstance(message, (TaskNotificationMessage, TaskUpdatedMessage)) else None
+        if status not in ("completed", "failed", "stopped", "killed"):
+            return
+        for spawn, task in list(self.tasks.items()):
+            if task["task"] == message.task_id:
+                del self.tasks[spawn]
+                ended = {"completed": "completed", "failed": "failed"}.get(status, "cancelled")
+                self.channel.emit_batch([("turn.subagent.turn.ended", {"child_turn_id": task["turn"], "status": ended}),
+                                         ("turn.subagent.closed", {"subagent_id": task["task"]})])
+
+    def _child_assistant(self, message: Any) -> None:
+        """A child's message (parent_tool_use_id = the Agent call): its text is the child's, its tool uses
+        name the child turn their calls belong to."""
+        from claude_agent_sdk import TextBlock, ToolUseBlock
+
+        task = self.tasks.get(message.parent_tool_use_id)
+        if task is None:
+            return
+        native_id = message.message_id or f"msg_{uuid.uuid4().hex[:24]}"
+        for index, block in enumerate(message.content):
+            if isinstance(block, ToolUseBlock):
+                self.child_uses[block.id] = message.parent_tool_use_id
+            elif isinstance(block, TextBlock) and block.text:
+                item_id = native_id if index == 0 else f"{native_id}_{index}"
+                self.channel.emit_batch([
+                    ("turn.item.added", {"child_turn_id": task["turn"],
+                                         "item": assistant_message(item_id, "commentary", "in_progress", None)}),
+                    ("turn.item.done", {"child_turn_id": task["turn"],
+                                        "item": assistant_message(item_id, "commentary", "completed", block.text)})])
 
     def _unserved(self, name: str) -> str:
         for tool_use_id, native in reversed(list(self.tool_uses.items())):
@@ -521,9 +587,13 @@ class ClaudeTurn(NativeTurn):
         if isinstance(message, SystemMessage):
             if message.subtype == "init":
                 self.session.save(str(message.data.get("session_id") or ""))
+            elif message.subtype in ("task_started", "task_notification", "task_updated"):
+                self._task(message)
         elif isinstance(message, AssistantMessage):
             if message.parent_tool_use_id is None:
                 self._assistant(message)
+            else:
+                self._child_assistant(message)
         elif isinstance(message, UserMessage):
             if isinstance(message.content, list):  # a Subagent's result of a caller function counts too
                 self._tool_results(message.content)

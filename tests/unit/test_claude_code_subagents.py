@@ -1,0 +1,114 @@
+"""Issue 25: the Claude Code driver reports a child agent (the `Agent` tool) as a Subagent. The messages are the
+CLI's stream-json shapes (claude-agent-sdk 0.2.189 / Claude Code 2.1.332, as listed in
+../shared/notes/native-subagents.md), parsed with the SDK's own `parse_message`: `task_started` opens the
+Subagent and a minted child Turn, child messages (`parent_tool_use_id` = the Agent call) are the child's Items,
+a child's call of a caller function names the child Turn, `task_notification` / `task_updated` end it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from claude_agent_sdk._internal.message_parser import parse_message
+
+from runtime.harnesses.claude_code.driver import ClaudeTurn, Provider, sdk_options
+from runtime.protocol import TurnChannel
+from tests.unit.test_claude_code_driver import Recorder, _Session, start_message
+
+AGENT_USE = "toolu_agent_1"  # the root's Agent tool use
+CHILD_USE = "toolu_child_call"  # the child's call of mcp__functions__get_weather
+TASK = "a1b2c3d4e5"
+
+
+def cli(*raw):
+    return [parse_message(r) for r in raw]
+
+
+def root_spawn():
+    return {"type": "assistant", "parent_tool_use_id": None, "session_id": "native", "message": {
+        "id": "msg_root_1", "model": "m", "role": "assistant", "content": [
+            {"type": "tool_use", "id": AGENT_USE, "name": "Agent", "input": {
+                "description": "weather", "prompt": "call get_weather {}", "subagent_type": "general-purpose",
+                "run_in_background": False}}]}}
+
+
+def task_started():
+    return {"type": "system", "subtype": "task_started", "task_id": TASK, "tool_use_id": AGENT_USE,
+            "description": "weather", "uuid": "u1", "session_id": "native", "task_type": "local_agent",
+            "prompt": "call get_weather {}", "subagent_type": "general-purpose"}
+
+
+def child_message(*content):
+    return {"type": "assistant", "parent_tool_use_id": AGENT_USE, "session_id": "native", "message": {
+        "id": "msg_child_1", "model": "m", "role": "assistant", "content": list(content)}}
+
+
+def task_notification(status):
+    return {"type": "system", "subtype": "task_notification", "task_id": TASK, "tool_use_id": AGENT_USE,
+            "status": status, "output_file": "", "summary": "done", "uuid": "u2", "session_id": "native"}
+
+
+def turn():
+    rec = Recorder()
+    start = start_message()
+    return ClaudeTurn(_Session(), start, TurnChannel(start, rec, heartbeat_seconds=30)), rec  # type: ignore[arg-type]
+
+
+def feed(t, messages):
+    for message in messages:
+        t.on_message(message)
+
+
+def test_a_child_task_is_a_subagent_with_a_minted_child_turn_and_its_text_and_call_are_the_childs():
+    t, rec = turn()
+    feed(t, cli(root_spawn(), task_started(),
+                child_message({"type": "text", "text": "checking"},
+                              {"type": "tool_use", "id": CHILD_USE, "name": "mcp__functions__get_weather",
+                               "input": {}})))
+
+    async def call_and_answer():
+        pending = asyncio.ensure_future(t.on_tool_call(CHILD_USE, "get_weather", {}))
+        await asyncio.sleep(0)
+        await t._answer(CHILD_USE, {"success": True, "output": "sunny"})
+        return await pending
+
+    assert asyncio.run(call_and_answer()) == {"success": True, "output": "sunny"}
+    feed(t, cli({"type": "user", "parent_tool_use_id": AGENT_USE, "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": CHILD_USE, "content": "sunny", "is_error": False}]}},
+        task_notification("completed")))
+    assert rec.actions() == ["turn.subagent.opened", "turn.subagent.turn.started", "turn.item.added",
+                             "turn.item.done", "turn.function_call", "turn.tool_result.applied",
+                             "turn.subagent.turn.ended", "turn.subagent.closed"]
+    sent = {m["action"]: m for m in rec.sent}
+    assert (sent["turn.subagent.opened"]["subagent_id"], sent["turn.subagent.opened"]["name"],
+            sent["turn.subagent.opened"]["instructions"]) == (TASK, "weather", "call get_weather {}")
+    child_turn = sent["turn.subagent.turn.started"]["child_turn_id"]
+    assert sent["turn.function_call"]["child_turn_id"] == child_turn
+    assert sent["turn.item.done"]["child_turn_id"] == child_turn
+    assert sent["turn.item.done"]["item"]["content"][0]["text"] == "checking"
+    assert sent["turn.subagent.turn.ended"]["status"] == "completed"
+    assert sent["turn.subagent.closed"]["subagent_id"] == TASK
+
+
+def test_a_killed_child_ends_cancelled_and_a_root_call_stays_the_roots():
+    t, rec = turn()
+    feed(t, cli(task_started()))
+
+    async def root_call():
+        t.tool_uses["toolu_root"] = "mcp__functions__get_weather"  # the root made this one
+        pending = asyncio.ensure_future(t.on_tool_call("toolu_root", "get_weather", {}))
+        await asyncio.sleep(0)
+        pending.cancel()
+
+    asyncio.run(root_call())
+    feed(t, cli({"type": "system", "subtype": "task_updated", "task_id": TASK, "patch": {"status": "killed"}},
+                task_notification("stopped")))  # both arrive; the child ends once
+    call = next(m for m in rec.sent if m["action"] == "turn.function_call")
+    assert "child_turn_id" not in call
+    ended = [m for m in rec.sent if m["action"] == "turn.subagent.turn.ended"]
+    assert [m["status"] for m in ended] == ["cancelled"]
+
+
+def test_sdk_options_forward_the_subagents_text(tmp_path):
+    options = sdk_options(start_message(), Provider("scripted", "http://127.0.0.1:9"), None,
+                          config_dir=tmp_path, cwd=tmp_path, binary="claude")
+    assert options.forward_subagent_text is True
