@@ -239,3 +239,24 @@ def test_a_hosted_runtime_refuses_every_other_placement_and_a_shared_one_refuses
     Runtime(shared.append, {"scripted": ScriptedDriver()}, heartbeat_seconds=30).on_message(hosted_start("turn_y"))
     assert ended(shared, "turn_y")[-1] == "turn.failed"
     assert "--hosted-environments" in json.dumps(shared)
+
+
+def test_packages_install_inside_the_sandbox_with_the_network_and_a_failure_names_the_list(hosts, monkeypatch):
+    ran = []
+
+    def fake_run(self, command, *, network, timeout, cwd=sb.INSIDE_WORKSPACE):
+        ran.append((command, network))
+        return 1 if "npm install" in command else 0
+
+    monkeypatch.setattr(sb.Sandbox, "run", fake_run)
+    box = hosts.sandbox({"id": "env_pkgs", "hosted": {"network": {"access": "disabled"},
+                                                      "packages": {"python": ["requests==2.32.3"], "npm": ["left-pad"]},
+                                                      "setup_commands": [{"command": "never reached"}]}})
+    with pytest.raises(sb.PreparationFailed, match=r"Installing packages\.npm failed \(exit code 1\)\.") as failed:
+        box.prepare()
+    assert failed.value.code == "package_install_failed"
+    assert ran == [
+        ("/usr/bin/python3 -m pip install --user --quiet --break-system-packages --no-warn-script-location -- "
+         "requests==2.32.3", "enabled"),
+        ("npm install --global --silent --prefix /home/agent/.npm-global -- left-pad", "enabled")]
+    assert not box.prepared()
