@@ -128,13 +128,16 @@ def main() -> dict:
         out["preparation"] = percentiles(prep)
         for harness in ("codex", "claude_code"):
             figures: dict = {}
-            for label, runtime, hosted_env in (("unsandboxed", plain, False), ("sandboxed", boxed, True)):
-                first, warm = [], []
-                for i in range(ROUNDS):
+            samples: dict = {"unsandboxed": ([], []), "sandboxed": ([], [])}
+            run_turn(plain, sink, turn_start(harness, f"sess_warmup{harness}{uuid.uuid4().hex[:6]}", None, "say Hi."))
+            for i in range(ROUNDS):  # interleaved, after a warm-up, so disk caches favour neither
+                for label, runtime, hosted_env in (("unsandboxed", plain, False), ("sandboxed", boxed, True)):
+                    first, warm = samples[label]
                     session = f"sess_{label}{harness}{i}{uuid.uuid4().hex[:6]}"
                     env_id = f"env_{label}{harness}{i}" if hosted_env else None
                     first.append(run_turn(runtime, sink, turn_start(harness, session, env_id, "say Hello.")))
                     warm.append(run_turn(runtime, sink, turn_start(harness, session, env_id, "say Again.")))
+            for label, (first, warm) in samples.items():
                 figures[label] = {"first_turn": percentiles(first), "warm_turn": percentiles(warm)}
             figures["first_turn_overhead_ms"] = round(
                 figures["sandboxed"]["first_turn"]["p50_ms"] - figures["unsandboxed"]["first_turn"]["p50_ms"], 1)
