@@ -239,7 +239,8 @@ def test_a_workspace_session_keeps_the_native_tool_set(replay, tmp_path):
     turn = next(m for m in exchange(log) if m.get("method") == "turn/start")["params"]
     assert "environments" not in turn  # the thread's own environment: exec_command, apply_patch, ...
     native = config_toml(driver)
-    assert not {"agents", "web_search", "model_catalog_json"} & set(native)
+    assert not {"web_search", "model_catalog_json"} & set(native)
+    assert native["agents"] == {"enabled": False}  # only multi_agent (off here) changes the subagent tools
     assert "goals" not in native["features"] and "tools" not in native
 
 

@@ -46,7 +46,7 @@ NONE_PROFILE = {"tools": {"experimental_request_user_input": {"enabled": False}}
                                                                    "web_search": {"context_size": "medium"}}},
                  id="web_search disabled as declared"),
     pytest.param([fn()], {"multi_agent": {"enabled": True}},
-                 {k: v for k, v in NONE_PROFILE.items() if k != "agents"}, id="multi_agent on keeps subagent tools"),
+                 {**NONE_PROFILE, "agents": {"max_threads": 6}}, id="multi_agent on keeps subagent tools"),
     pytest.param([fn(), PTC_OFF], {}, {**NONE_PROFILE, "features": {
         "code_mode": False, "code_mode_only": False, "code_mode_prewarm": False, "goals": False}},
         id="programmatic_tool_calling false beside the none profile"),
@@ -58,7 +58,7 @@ def test_codex_on_none_the_model_sees_only_what_the_session_declares(tools, agen
 @pytest.mark.parametrize("env", [SELF_HOSTED, OPENAI_HOSTED], ids=["self_hosted", "openai_hosted"])
 def test_codex_on_a_workspace_placement_the_native_workspace_tools_stay(env):
     assert codex.placement_config(start([fn()], env=env)) == {}
-    assert codex.session_config(start([fn()], env=env)) == {}
+    assert codex.session_config(start([fn()], env=env)) == {"agents": {"enabled": False}}  # multi_agent off
     assert codex.turn_environment(start([fn()], env=env)) == {}  # the thread keeps its environment
 
 
@@ -147,5 +147,5 @@ def test_claude_code_none_profile_ignores_multi_agent_it_offers_no_agent_tool():
 def test_claude_code_workspace_runs_the_native_preset(env):
     opts = claude_code.options(start([fn()], env=env, harness="claude_code", model="claude-sonnet-4-5"))
     assert opts["tools"] == {"type": "preset", "preset": "claude_code"}
-    assert opts["disallowedTools"] == list(claude_code.WORKSPACE_EXCLUDED)
+    assert opts["disallowedTools"] == [*claude_code.WORKSPACE_EXCLUDED, "Agent", "Task"]  # multi_agent off
     assert opts["cwd"] == start([fn()], env=env, harness="claude_code")["environment"].get("workspace_directory")

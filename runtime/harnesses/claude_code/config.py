@@ -68,6 +68,10 @@ def _allowed_tools(start: dict[str, Any]) -> list[str]:
     return allowed
 
 
+def _multi_agent(start: dict[str, Any]) -> bool:
+    return bool((start["agent"].get("multi_agent") or {}).get("enabled"))
+
+
 def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) -> dict[str, Any]:
     where = placement(start)
     search = one(start, "web_search")
@@ -90,6 +94,8 @@ def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None)
         disallowed = list(WORKSPACE_EXCLUDED)
         if search is not None and search["mode"] == "disabled":
             disallowed += ["WebSearch", "WebFetch"]
+        if not _multi_agent(start):
+            disallowed += ["Agent", "Task"]  # the subagent tool (`Task` in older names): multi_agent is off
         out["disallowedTools"] = disallowed
         out["cwd"] = start["environment"].get("workspace_directory")
     return out

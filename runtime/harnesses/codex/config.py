@@ -108,9 +108,21 @@ def placement_config(start: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def multi_agent_config(start: dict[str, Any]) -> dict[str, Any]:
+    """The Agent's multi_agent on every placement: disabled removes the subagent tools (v1 and v2); enabled
+    keeps them and sets `agents.max_threads` (Codex's max_concurrent_threads_per_session) from
+    max_concurrent_subagents."""
+    multi = start["agent"].get("multi_agent") or {}
+    if not multi.get("enabled"):
+        return {"agents": {"enabled": False}}
+    limit = multi.get("max_concurrent_subagents")
+    return {"agents": {"max_threads": int(limit)}} if limit else {}
+
+
 def session_config(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) -> dict[str, Any]:
-    """Everything config.toml carries for this Session: `config` with `placement_config` over it."""
-    return merge(config(start, credentials), placement_config(start))
+    """Everything config.toml carries for this Session: `config` with `placement_config` and
+    `multi_agent_config` over it."""
+    return merge(merge(config(start, credentials), placement_config(start)), multi_agent_config(start))
 
 
 def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
