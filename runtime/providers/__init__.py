@@ -4,8 +4,10 @@ language of `script.py`, in the wire dialect of each native Harness's provider.
 - `responses.py`: the OpenAI Responses API (`POST /v1/responses`, SSE), which Codex speaks.
 - `anthropic.py`: the Anthropic Messages API (`POST /v1/messages?beta=true`, SSE), which Claude Code speaks.
 
-Every request is logged as one JSON line (`log_path`) and kept in memory (`requests`), so tests can
-assert what the native Harness actually sent. Nothing in the product depends on this provider: with a
+Every request is logged as one JSON line (`log_path`) and kept in memory (`requests`), with its headers
+(lower-case names; credentials redacted), so tests can assert what the native Harness actually sent and tell
+a child agent's requests apart (Codex: `x-openai-subagent`, `x-codex-parent-thread-id`; Claude Code:
+`x-claude-code-agent-id`). Nothing in the product depends on this provider: with a
 real provider key the same Runtime runs real models.
 """
 
@@ -52,13 +54,21 @@ class ScriptedProvider:
         self._server.shutdown()
         self._server.server_close()
 
-    def record(self, path: str, body: Any) -> None:
-        entry = {"at": round(time.time(), 3), "path": path, "body": body}
+    def record(self, path: str, body: Any, headers: Optional[dict[str, str]] = None) -> None:
+        entry = {"at": round(time.time(), 3), "path": path, "headers": headers or {}, "body": body}
         with self._lock:
             self.requests.append(entry)
             if self.log_path:
                 with open(self.log_path, "a") as fh:
                     fh.write(json.dumps(entry) + "\n")
+
+
+SECRET_HEADERS = ("authorization", "x-api-key", "proxy-authorization", "cookie")
+
+
+def request_headers(items: Any) -> dict[str, str]:
+    """A request's headers with lower-case names; a credential's value is never logged."""
+    return {name.lower(): "[redacted]" if name.lower() in SECRET_HEADERS else value for name, value in items}
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -77,7 +87,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self.error(400, "The request body is not JSON.")
             return
-        provider.record(self.path, body)
+        provider.record(self.path, body, request_headers(self.headers.items()))
         dialect = provider.dialects.get(path)
         if dialect is None:
             self.error(404, f"The scripted provider does not serve {path}.")

@@ -31,9 +31,10 @@ from . import script
 if TYPE_CHECKING:
     from . import _Handler
 
-VERBS = ("say", "answer", "call", "parallel", "sleep", "fail")
+VERBS = ("say", "answer", "call", "parallel", "sleep", "fail", "spawn", "wait")
 TOOL_SEARCH = "ToolSearch"
 STRUCTURED_OUTPUT = "StructuredOutput"
+AGENT = "Agent"  # Claude Code's subagent tool
 STEERED = re.compile(r"The user sent (?:a )?new message[^:\n]*:\n(.*?)"
                      r"(?:\n\nThis is how Claude Code surfaces.*|\s*</system-reminder>\s*)?$", re.S)
 
@@ -130,7 +131,8 @@ def _resolve(name: str, tools: dict[str, dict[str, Any]]) -> tuple[str, bool]:
 def plan_blocks(body: dict[str, Any]) -> tuple[script.Response, list[dict[str, Any]], str]:
     """(the script's response, the content blocks to answer with, the stop reason)."""
     state = conversation_state(body)
-    plan = script.next_response(script.parse(state.script), state.outputs)
+    # `wait NAME` is nothing here: the Agent call of `spawn` already waited for the child
+    plan = script.next_response([s for s in script.parse(state.script) if s.verb != "wait"], state.outputs)
     tools = _offered(body)
     blocks: list[dict[str, Any]] = []
     texts = list(plan.texts)
@@ -147,13 +149,23 @@ def plan_blocks(body: dict[str, Any]) -> tuple[script.Response, list[dict[str, A
     if not plan.calls:
         return plan, blocks, "end_turn"
     natives = [_resolve(call.name, tools) for call in plan.calls]
+    natives = [(AGENT, True) if call.verb == "spawn" else native for call, native in zip(plan.calls, natives,
+                                                                                        strict=True)]
     unloaded = sorted({native for native, loaded in natives if not loaded})
     if unloaded and TOOL_SEARCH in tools and state.searches == 0:
         blocks.append(_tool_use(TOOL_SEARCH, {"query": "select:" + ",".join(unloaded), "max_results": 5}))
         return plan, blocks, "tool_use"
     for call, (native, _) in zip(plan.calls, natives, strict=True):
-        blocks.append(_tool_use(native, json.loads(call.arguments), call.arguments))
+        arguments = _agent_input(call) if call.verb == "spawn" else call.arguments
+        blocks.append(_tool_use(native, json.loads(arguments), arguments))
     return plan, blocks, "tool_use"
+
+
+def _agent_input(call: script.Step) -> str:
+    """Claude Code's Agent tool for `spawn NAME`: a synchronous general-purpose child whose prompt is its script
+    (a real model's default, run_in_background, would return before the child finished)."""
+    return json.dumps({"description": call.name, "prompt": call.script, "subagent_type": "general-purpose",
+                       "run_in_background": False})
 
 
 def _tool_use(name: str, arguments: Any, raw: Optional[str] = None) -> dict[str, Any]:

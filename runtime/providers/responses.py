@@ -7,6 +7,8 @@ Events: `response.created`; per output item `response.output_item.added`, `respo
 
 from __future__ import annotations
 
+import json
+import re
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -46,6 +48,50 @@ def conversation_state(body: dict[str, Any]) -> tuple[str, int]:
     return latest, outputs
 
 
+SUBAGENTS = "multi_agent_v1"  # Codex's subagent tools (the verified v1 namespace)
+
+
+def _spawned_agent(body: dict[str, Any], child_script: str) -> str:
+    """The agent id Codex answered the spawn of `child_script` with (its spawn_agent output)."""
+    calls: dict[str, str] = {}
+    for item in body.get("input") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "function_call" and item.get("name") == "spawn_agent":
+            try:
+                if json.loads(item.get("arguments") or "{}").get("message") == child_script:
+                    calls[str(item.get("call_id"))] = ""
+            except ValueError:
+                continue
+        elif item.get("type") == "function_call_output" and str(item.get("call_id")) in calls:
+            output = item.get("output")
+            text = output if isinstance(output, str) else json.dumps(output)
+            found = re.search(r'"agent_id"\s*:\s*"([^"]+)"', text)
+            if found:
+                return found.group(1)
+    return ""
+
+
+def _call_item(call: script.Step, body: dict[str, Any]) -> dict[str, Any]:
+    """A function_call output item: a declared function, an MCP tool, or a subagent tool."""
+    if call.verb == "spawn":
+        name, namespace = "spawn_agent", SUBAGENTS
+        arguments = json.dumps({"message": call.script, "fork_context": True})
+    elif call.verb == "wait":
+        spawn = next((s for s in script.parse(conversation_state(body)[0]) if s.verb == "spawn"
+                      and s.name == call.name), None)
+        agent = _spawned_agent(body, spawn.script) if spawn else ""
+        name, namespace = "wait_agent", SUBAGENTS
+        arguments = json.dumps({"targets": [agent], "timeout_ms": 3600000})
+    else:
+        name, namespace, arguments = call.name, None, call.arguments
+    item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:24]}", "status": "completed",
+            "call_id": f"call_{uuid.uuid4().hex[:24]}", "name": name, "arguments": arguments}
+    if namespace:  # without it Codex answers `unsupported call: spawn_agent`
+        item["namespace"] = namespace
+    return item
+
+
 def answer(handler: _Handler, body: dict[str, Any]) -> None:
     text, outputs = conversation_state(body)
     plan = script.next_response(script.parse(text), outputs)
@@ -78,8 +124,7 @@ def answer(handler: _Handler, body: dict[str, Any]) -> None:
                                                     "output_index": len(output), "item": done})
         output.append(done)
     for call in plan.calls:
-        item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:24]}", "status": "completed",
-                "call_id": f"call_{uuid.uuid4().hex[:24]}", "name": call.name, "arguments": call.arguments}
+        item = _call_item(call, body)
         handler.event("response.output_item.added", {"type": "response.output_item.added",
                                                      "output_index": len(output), "item": item})
         handler.event("response.output_item.done", {"type": "response.output_item.done",

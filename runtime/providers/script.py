@@ -10,6 +10,10 @@ itself (reminders, notifications, its environment, its own notes) is never the s
     parallel N NAME {json}  N calls at once in one response; continues after all N outputs
     sleep S               the provider waits S seconds before answering
     fail                  the provider answers with an error, so the Turn fails
+    spawn NAME            a child agent named NAME; the indented lines after it are the child's own script
+                          (Codex: multi_agent_v1 spawn_agent with fork_context; Claude Code: the Agent tool)
+    wait NAME             wait for that child (Codex: wait_agent on it; Claude Code: nothing, its Agent call
+                          already waited)
 
 One model response runs from the current line through the next call (inclusive) or to the end.
 """
@@ -28,6 +32,7 @@ class Step:
     name: str = ""
     arguments: str = "{}"  # the JSON text exactly as scripted
     seconds: float = 0.0
+    script: str = ""  # a `spawn` step's child script
 
 
 @dataclass
@@ -69,11 +74,24 @@ def _arguments(raw: str) -> str:
 
 def parse(script: str) -> list[Step]:
     steps: list[Step] = []
-    for line in script.splitlines():
-        line = line.strip()
+    lines = script.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index].strip()
+        index += 1
         if not line:
             continue
         verb, _, rest = line.partition(" ")
+        if verb == "spawn":  # the indented lines that follow are the child's script
+            child: list[str] = []
+            while index < len(lines) and (not lines[index].strip() or lines[index][:1].isspace()):
+                child.append(lines[index].strip())
+                index += 1
+            steps.append(Step("spawn", name=rest.strip(), script="\n".join(c for c in child if c)))
+            continue
+        if verb == "wait":
+            steps.append(Step("wait", name=rest.strip()))
+            continue
         if verb in ("say", "answer"):
             steps.append(Step(verb, text=rest))
         elif verb == "call":
@@ -99,7 +117,7 @@ def next_response(steps: list[Step], outputs_back: int) -> Response:
     skip = outputs_back
     while index < len(steps):
         step = steps[index]
-        if step.verb == "call":
+        if step.verb in ("call", "spawn", "wait"):  # each waits for its output to come back
             group = [step]
             while index + len(group) < len(steps) and steps[index + len(group)] is step:
                 group.append(step)  # a `parallel` group: the same step repeated
