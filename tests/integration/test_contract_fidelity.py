@@ -273,7 +273,6 @@ def test_an_empty_message_event_is_a_400_naming_its_input(client, aws):
 def _not_built_calls(c, session_id):
     a = c.beta.agents
     return {
-        "environments.create": lambda: a.environments.create(environment={"type": "self_hosted"}),
         "environments.files.create": lambda: a.environments.files.create("env_1", path="/a", type="inline",
                                                                           data="x"),
         "environments.files.list": lambda: a.environments.files.list("env_1"),
@@ -314,7 +313,7 @@ def test_every_sdk_resource_not_built_answers_a_clear_400_and_writes_nothing(cli
         assert "not supported by this deployment yet" in body["message"] and body["param"] is None, name
         assert err.value.response.headers["x-should-retry"] == "false"
     assert scan(aws) == before
-    assert len(calls) == 23  # environments.retrieve and .list, the six Subagent reads and Vaults are built
+    assert len(calls) == 22  # environments.create, .retrieve and .list, the six Subagent reads and Vaults are built
 
 
 def test_not_built_resources_are_named_in_the_readme():

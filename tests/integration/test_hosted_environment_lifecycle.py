@@ -286,7 +286,8 @@ def test_a_failed_preparation_fails_the_environment_the_turn_and_the_session_and
     assert failed[0]["environment"] == {"id": env_id, "type": "openai_hosted", "status": "failed", "error": error}
     turn = client.beta.agents.sessions.turns.retrieve(start["turn_id"], session_id=session.id)
     assert turn.error.code == "sandbox_error" and env_id in turn.error.message and "status 3" in turn.error.message
-    assert client.beta.agents.sessions.retrieve(session.id).status == "failed"
+    read = client.beta.agents.sessions.retrieve(session.id)
+    assert read.status == "failed" and env_id in read.error and "status 3" in read.error  # with the reason
     before = stack.store.get({"PK": f"T#tenant-a#SESSION#{session.id}", "SK": "S"})["out_seq"]
     with pytest.raises(openai.ConflictError) as err:
         client.beta.agents.sessions.events.create(session.id, events=[message("say more")])

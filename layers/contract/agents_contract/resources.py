@@ -96,7 +96,7 @@ def session_resource(session: dict[str, Any], snapshot: Snapshot) -> dict[str, A
                                             or "env_" + session["id"].removeprefix("sess_"),
                                             session.get("remote_url") or ""),
         # A failed Session is one whose latest Turn failed: it says so (a new Turn clears it).
-        "error": FAILED_TURN_ERROR["message"] if session["status"] == "failed" else None,
+        "error": (session.get("error") or FAILED_TURN_ERROR["message"]) if session["status"] == "failed" else None,
         "metadata": session.get("metadata") or {},
         "required_actions": session.get("required_actions") or [],
         "status": session["status"],

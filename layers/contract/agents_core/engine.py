@@ -158,6 +158,8 @@ class Draft:
         self.messages_added = 0
         self.started: Optional[TurnState] = None  # the Turn this commit starts, if any
         self.dirty = False
+        # Why the Session failed, when its failed Turn says (e.g. its Environment's failure); None: the generic one.
+        self.error: Optional[str] = item.get("error")
 
     # -- reads ---------------------------------------------------------------------------------
     @property
@@ -227,6 +229,7 @@ class Draft:
             "prompt_cache_options": jsonutil.loads(self.item["prompt_cache_options"])
             if self.item.get("prompt_cache_options") else None,
             "remote_url": get_settings().websocket_url or "",
+            "error": self.error,
         }
         return resources.session_resource(state, self.snapshot)
 
@@ -328,11 +331,11 @@ class Draft:
         session_update = self.store.new_transaction().update(
             session_key(self.tenant, self.session_id),
             "SET #status = :status, required_actions = :ra, active_turn = :at, item_seq = :is, out_seq = :next, "
-            "last_active_at = :now",
+            "last_active_at = :now" + (", #error = :error" if self.error else " REMOVE #error"),
             "out_seq = :cur",
-            names={"#status": "status"},
+            names={"#status": "status", "#error": "error"},
             values={":status": self.status, ":ra": ra, ":at": at, ":is": self.item_seq, ":next": last,
-                    ":cur": self.out_seq, ":now": now()},
+                    ":cur": self.out_seq, ":now": now(), **({":error": self.error} if self.error else {})},
         )
         self.tx.entries.insert(0, session_update.entries[0])
         self.tx.bytes += session_update.bytes
@@ -601,6 +604,7 @@ def settle(draft: Draft, turn: TurnState, status: str) -> None:
     draft.emit_turn(f"agent.session.turn.{status}", turn)
     draft.active_turn = None
     draft.status = "failed" if status == "failed" else "idle"
+    draft.error = ((turn.doc.get("error") or {}).get("message") or None) if status == "failed" else None
     draft.emit_session("agent.session.failed" if status == "failed" else "agent.session.idle")
 
 

@@ -48,6 +48,7 @@ def session_state(item: dict[str, Any]) -> dict[str, Any]:
         "prompt_cache_options": jsonutil.loads(item["prompt_cache_options"]) if item.get("prompt_cache_options")
         else None,
         "remote_url": environments.remote_url(),
+        "error": item.get("error"),
     }
 
 
