@@ -123,7 +123,7 @@ class Gateway:
     """The public REST API: routes, the REQUEST authorizer (cached per identity value), stage throttling,
     the payload quota and the Gateway Responses, all read from the template."""
     handlers: dict[str, Handler]
-    routes: list[template.Route] = field(default_factory=template.http_routes)
+    routes: list[template.Route] = field(default_factory=lambda: template.http_routes() + template.http_api_routes())
     authorizer: Optional[template.Authorizer] = field(default_factory=template.http_authorizer)
     responses: dict[str, tuple[Optional[int], dict[str, str], str]] = field(default_factory=template.gateway_responses)
     api_id: str = "local"
@@ -270,7 +270,7 @@ class Gateway:
         headers = {k: v for k, v in headers.items() if k.lower() != CONTEXT_HEADER}
         event = self.event(method, path, query, headers, body if isinstance(body, bytes) else b"", route, params,
                            None)
-        if self.authorizer is not None:
+        if self.authorizer is not None and route.authorize:
             context, denied = self._authorize(event)
             if denied:
                 return None, denied

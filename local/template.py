@@ -52,6 +52,7 @@ class Route:
     path: str
     function: str  # logical id
     streaming: bool = False  # a Lambda proxy integration with responseTransferMode STREAM
+    authorize: bool = True  # the REST API's authorizer runs (an HTTP API route of this template: none)
 
     @property
     def key(self) -> str:
@@ -72,6 +73,16 @@ def http_routes() -> list[Route]:
                 props = event["Properties"]
                 routes.append(Route(props["Method"].upper(), props["Path"], logical_id,
                                     props.get("ResponseTransferMode") == "RESPONSE_STREAM"))
+    return routes
+
+
+def http_api_routes() -> list[Route]:
+    """The HTTP API's routes (the exec-server registry, a self_hosted Environment's remote_url): served on the
+    REST API's local port, without its authorizer (the function checks the request's own signature)."""
+    routes = []
+    for key, function in _v2_routes("HTTP").items():
+        method, _, path = key.partition(" ")
+        routes.append(Route(method.upper(), path, function, authorize=False))
     return routes
 
 
@@ -191,6 +202,12 @@ def state_machines() -> list[StateMachine]:
 
 def websocket_routes() -> dict[str, str]:
     """Route key -> function logical id, read from the Routes and Integrations."""
+    return _v2_routes("WEBSOCKET")
+
+
+def _v2_routes(protocol: str) -> dict[str, str]:
+    """Route key -> function logical id for the ApiGatewayV2 APIs of one ProtocolType."""
+    apis = {k for k, v in resources("AWS::ApiGatewayV2::Api").items() if v["Properties"]["ProtocolType"] == protocol}
     integrations = {}
     for logical_id, res in resources("AWS::ApiGatewayV2::Integration").items():
         uri = res["Properties"]["IntegrationUri"]
@@ -201,6 +218,8 @@ def websocket_routes() -> dict[str, str]:
     routes = {}
     for res in resources("AWS::ApiGatewayV2::Route").values():
         props = res["Properties"]
+        if props["ApiId"].get("Ref") not in apis:
+            continue
         target = props["Target"]
         text = target.get("Fn::Sub") if isinstance(target, dict) else target
         integration = re.search(r"integrations/\$\{(\w+)\}", text).group(1)  # type: ignore[union-attr]
@@ -209,7 +228,7 @@ def websocket_routes() -> dict[str, str]:
 
 
 def websocket_route_selection() -> str:
-    api = next(iter(resources("AWS::ApiGatewayV2::Api").values()))
+    api = next(v for v in resources("AWS::ApiGatewayV2::Api").values() if v["Properties"]["ProtocolType"] == "WEBSOCKET")
     return api["Properties"]["RouteSelectionExpression"]
 
 

@@ -24,6 +24,21 @@ def _field(message, name):
     return value if isinstance(value, (str, int)) and not isinstance(value, bool) and len(str(value)) <= 256 else None
 
 
+def _executor(store, connection_id, conn, action, message):
+    """An operator's Runtime hosting exec-server connections (agents_core/executors.py)."""
+    from agents_core import executors
+
+    if action == "executor.host":
+        _reply(connection_id, executors.announce_host(store, connection_id, conn, message))
+    elif action == "executor.connected":  # it now serves that Environment: its waiting Turns are offered
+        _, queue = executors.executor_connected(store, connection_id, message)
+        for turn in runtimes.queued_turns(store, queue):
+            runtimes.dispatch(store, default_workflow(), turn["tenant"], turn["session_id"], turn["id"],
+                              only=connection_id)
+    else:
+        executors.executor_disconnected(store, connection_id, message)
+
+
 @logger.inject_lambda_context(log_event=False)
 def handler(event, context):
     connection_id = event["requestContext"]["connectionId"]
@@ -53,6 +68,8 @@ def handler(event, context):
             raise AgentsError("Say runtime.hello first: it spends the enrollment.", param="action")
         elif action == "environment.idle":
             runtimes.environment_idle(store, connection_id, message)
+        elif action in ("executor.host", "executor.connected", "executor.disconnected"):
+            _executor(store, connection_id, conn, action, message)
         else:
             runtimes.observe(store, default_workflow(), connection_id, message, default_messenger())
     except AgentsError as error:

@@ -81,7 +81,7 @@ def test_enrollment_connects_exactly_that_environment_and_the_waiting_input_runs
     session = self_hosted(client, "say hello from my machine", workspace=str(tmp_path))
     env_id = session.environment.id
     enrollment = enroll(client, env_id)
-    assert set(enrollment) == {"object", "environment_id", "token", "expires_at", "command"}
+    assert set(enrollment) == {"object", "environment_id", "token", "expires_at", "command", "exec_server"}
     assert enrollment["object"] == "agent.environment.enrollment" and enrollment["environment_id"] == env_id
     assert enrollment["token"].startswith("enr-") and enrollment["expires_at"] > 0
     command = enrollment["command"]

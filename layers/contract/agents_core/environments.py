@@ -29,7 +29,7 @@ from agents_contract import jsonutil
 from agents_contract.errors import Conflict, InvalidRequest, NotFound, UnsupportedConfiguration
 from agents_contract.validation import json_type_name
 
-from . import engine
+from . import engine, executors
 from .ids import new_id, now
 from .pagination import ListParams, page
 from .placement import environment_id, session_environment_id
@@ -51,8 +51,10 @@ def env_key(tenant: str, env_id: str) -> dict[str, str]:
 
 
 def remote_url() -> str:
-    """The URL a machine connects to for a self_hosted Environment: this deployment's WebSocket API."""
-    return get_settings().websocket_url or ""
+    """A self_hosted Environment's remote_url: the exec-server registry's base (`codex exec-server --remote`;
+    the reference Runtime finds the WebSocket API from it), or the WebSocket API where no registry is set."""
+    settings = get_settings()
+    return settings.remote_url or settings.websocket_url or ""
 
 
 def new_item(tenant: str, session_id: str, environment: dict[str, Any], ts: int) -> Optional[dict[str, Any]]:
@@ -127,7 +129,8 @@ def enroll(store: DynamoStore, tenant: str, env_id: str, body: Any) -> dict[str,
                "environment_id": env_id, "session_id": item["session_id"], "expires_at": expires_at,
                "created_at": now(), "ttl": expires_at + 3600}, condition="attribute_not_exists(PK)")
     return {"object": "agent.environment.enrollment", "environment_id": env_id, "token": token,
-            "expires_at": expires_at, "command": connect_command(token, item, store)}
+            "expires_at": expires_at, "command": connect_command(token, item, store),
+            "exec_server": executors.issue(store, item, remote_url())}  # or connect with the stock exec-server
 
 
 def connect_command(token: str, item: dict[str, Any], store: DynamoStore) -> str:
@@ -210,6 +213,7 @@ def delete_for_session(store: DynamoStore, tenant: str, session_id: str) -> None
         store.delete({"PK": f"RT#{env['credential_hash']}", "SK": "R"})
     if env.get("host_id"):
         store.delete(host_key(env["host_id"], f"ENV#{env['id']}"))
+    executors.revoke(store, env)
     store.delete(key)
 
 

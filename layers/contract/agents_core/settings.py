@@ -29,6 +29,8 @@ class Settings:
     websocket_endpoint: Optional[str] = None
     # The public WebSocket URL (wss://...) handed out with stream tickets.
     websocket_url: Optional[str] = None
+    # A self_hosted Environment's remote_url: the exec-server registry's base (the WebSocket URL if unset).
+    remote_url: Optional[str] = None
     powertools_metrics_disabled: bool = False
     # Environments: an enrollment token lives this long; input on an Environment that no connection
     # serves waits this long, then its Turn fails (the ConnectionWait workflow).

@@ -73,6 +73,10 @@ def forget_connection(store: DynamoStore, connection_id: str) -> None:
         store.get(conn_key(connection_id)) or cached
     if conn is not None and conn.get("runtime_kind") == "enrolled":
         environments.mark_disconnected(store, conn["tenant"], conn["environment_id"], connection_id)
+    if conn is not None and conn.get("runtime_kind") in ("shared", "hosted"):
+        from .. import executors  # the Environments it served through exec-servers go offline
+
+        executors.forget_host(store, connection_id)
     store.delete_partition(f"CONN#{connection_id}")
     if conn is not None and conn.get("runtime_kind") == "hosted" and conn.get("host_id"):
         environments.host_disconnected(store, conn["host_id"], connection_id)
