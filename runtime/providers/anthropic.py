@@ -31,7 +31,7 @@ from . import script
 if TYPE_CHECKING:
     from . import _Handler
 
-VERBS = ("say", "answer", "call", "parallel", "sleep", "fail", "spawn", "wait")
+VERBS = ("say", "answer", "call", "mcp", "parallel", "sleep", "fail", "spawn", "wait")
 TOOL_SEARCH = "ToolSearch"
 STRUCTURED_OUTPUT = "StructuredOutput"
 AGENT = "Agent"  # Claude Code's subagent tool
@@ -148,7 +148,9 @@ def plan_blocks(body: dict[str, Any]) -> tuple[script.Response, list[dict[str, A
     blocks += [{"type": "text", "text": t} for t in texts]
     if not plan.calls:
         return plan, blocks, "end_turn"
-    natives = [_resolve(call.name, tools) for call in plan.calls]
+    # an `mcp` step: Claude Code names a server's tool mcp__LABEL__TOOL
+    natives = [(f"mcp__{call.server}__{call.name}", True) if call.server else _resolve(call.name, tools)
+               for call in plan.calls]
     natives = [(AGENT, True) if call.verb == "spawn" else native for call, native in zip(plan.calls, natives,
                                                                                         strict=True)]
     unloaded = sorted({native for native, loaded in natives if not loaded})

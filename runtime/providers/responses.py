@@ -125,6 +125,8 @@ def answer(handler: _Handler, body: dict[str, Any]) -> None:
         output.append(done)
     for call in plan.calls:
         item = _call_item(call, body)
+        if call.server:  # Codex offers an MCP server's tools as the namespace `mcp__LABEL`
+            item["namespace"] = f"mcp__{call.server}"
         handler.event("response.output_item.added", {"type": "response.output_item.added",
                                                      "output_index": len(output), "item": item})
         handler.event("response.output_item.done", {"type": "response.output_item.done",

@@ -7,6 +7,7 @@ itself (reminders, notifications, its environment, its own notes) is never the s
     say TEXT              assistant text
     answer TEXT           the final answer (under a json_schema text.format, TEXT is the JSON document)
     call NAME {json}      a call of the declared function NAME; the script continues after its output
+    mcp LABEL TOOL {json} a call of the tool TOOL of the declared MCP server LABEL, under its native name
     parallel N NAME {json}  N calls at once in one response; continues after all N outputs
     sleep S               the provider waits S seconds before answering
     fail                  the provider answers with an error, so the Turn fails
@@ -33,6 +34,7 @@ class Step:
     arguments: str = "{}"  # the JSON text exactly as scripted
     seconds: float = 0.0
     script: str = ""  # a `spawn` step's child script
+    server: str = ""  # an `mcp` step's server label (`name` is then the server's tool)
 
 
 @dataclass
@@ -97,6 +99,10 @@ def parse(script: str) -> list[Step]:
         elif verb == "call":
             name, _, raw = rest.strip().partition(" ")
             steps.append(Step("call", name=name, arguments=_arguments(raw)))
+        elif verb == "mcp":
+            label, _, rest = rest.strip().partition(" ")
+            name, _, raw = rest.strip().partition(" ")
+            steps.append(Step("call", name=name, arguments=_arguments(raw), server=label))
         elif verb == "parallel":
             count, _, call = rest.strip().partition(" ")
             name, _, raw = call.strip().partition(" ")

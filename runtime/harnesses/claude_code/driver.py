@@ -436,6 +436,7 @@ class ClaudeTurn(NativeTurn):
         self.schema = output_schema(start)
         self.calls: dict[str, _Call] = {}
         self.tool_uses: dict[str, str] = {}  # native tool-use id -> tool name, for ids the handler lacks
+        self.mcp_uses: dict[str, dict[str, Any]] = {}  # a declared MCP server's tool use -> its mcp_call Item
         self.held: Optional[_Text] = None  # assistant prose whose phase is known once something follows
         self.structured = _Structured()
         self.texts_in: dict[str, int] = {}
@@ -619,6 +620,7 @@ class ClaudeTurn(NativeTurn):
             elif isinstance(block, ToolUseBlock):
                 self._release("commentary")
                 self.tool_uses[block.id] = block.name
+                self._mcp_started(block)
                 if block.name == STRUCTURED_OUTPUT:
                     self.structured.candidates.append(block.id)
 
@@ -627,6 +629,9 @@ class ClaudeTurn(NativeTurn):
 
         for block in blocks:
             if not isinstance(block, ToolResultBlock):
+                continue
+            if block.tool_use_id in self.mcp_uses:
+                self._mcp_done(block)
                 continue
             if block.tool_use_id in self.structured.candidates:
                 if not block.is_error:  # validated by the CLI against the schema
@@ -643,6 +648,31 @@ class ClaudeTurn(NativeTurn):
                 self.channel.emit("turn.tool_result.applied", call_id=block.tool_use_id)
             else:
                 self.channel.emit("turn.call.abandoned", call_id=block.tool_use_id)
+
+    def _mcp_started(self, block: Any) -> None:
+        """A call of a declared MCP server's tool (`mcp__LABEL__TOOL`, split on the declared label, not on
+        `__`) is a public mcp_call Item with the original server and tool names."""
+        labels = [t["server_label"] for t in tools_of(self.start, "mcp")]
+        label = max((x for x in labels if block.name.startswith(f"mcp__{x}__")), key=len, default=None)
+        if label is None:
+            return
+        item = {"id": block.id, "type": "mcp_call", "server_label": label, "name": block.name[len(f"mcp__{label}__"):],
+                "arguments": block.input, "output": None, "error": None, "status": "in_progress"}
+        self.mcp_uses[block.id] = item
+        self.channel.emit("turn.item.added", item=dict(item))
+
+    def _mcp_done(self, block: Any) -> None:
+        """The observed native result: an error result (isError, a server that failed) is `failed` with
+        the tool's text as the error."""
+        item = self.mcp_uses.pop(block.tool_use_id)
+        if block.is_error:
+            content = block.content
+            text = content if isinstance(content, str) else " ".join(
+                str(part.get("text", "")) for part in content or [] if isinstance(part, dict))
+            item.update(status="failed", error=text or "The MCP tool call failed.")
+        else:
+            item.update(status="completed", output=block.content)
+        self.channel.emit("turn.item.done", item=item)
 
     def _release(self, phase: str) -> None:
         if self.held is not None:

@@ -667,10 +667,16 @@ def _mcp_item(item: dict[str, Any], status: str) -> dict[str, Any]:
     native result kept as it was."""
     done = status == "completed"
     error = item.get("error") if done else None
+    # The status is the native item's: an isError result comes as `failed` with `error: null`, and the
+    # tool's own text is then the error.
+    failed = done and (item.get("status") == "failed" or bool(error))
+    if failed and not error:
+        content = (item.get("result") or {}).get("content") or []
+        error = " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict)) or "The MCP tool call failed."
     return {"id": item.get("id") or f"mcp_{uuid.uuid4().hex[:12]}", "type": "mcp_call",
             "server_label": item.get("server", ""), "name": item.get("tool", ""),
             "arguments": item.get("arguments"), "output": item.get("result") if done else None,
-            "error": error, "status": ("failed" if error else "completed") if done else "in_progress"}
+            "error": error, "status": ("failed" if failed else "completed") if done else "in_progress"}
 
 
 def _safe(name: str) -> str:
