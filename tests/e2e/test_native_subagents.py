@@ -1,0 +1,78 @@
+"""Issue 25 on a real native Harness: the official SDK on the local stack, a Runtime process running the pinned
+`codex app-server` against the scripted model provider, whose `spawn` step makes the root model call
+multi_agent_v1 `spawn_agent` (fork_context) and the child model call the Session's function. The child is a
+Subagent with a child Turn; its call is a required action of the root Turn, answered under the child Turn id."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from local.inprocess import wait_for
+from tests.e2e.conftest import NativeRuntime
+
+pytestmark = pytest.mark.e2e
+
+FN = {"type": "function", "name": "get_weather", "description": "Weather for a city",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+SCRIPT = ('say spawning\nspawn weather\n  call get_weather {"city": "Paris"}\n  answer child done\n'
+          'wait weather\nanswer root done')
+
+
+@pytest.fixture(scope="module")
+def codex(local_stack, runtime_process, tmp_path_factory):
+    runtime = NativeRuntime(local_stack, tmp_path_factory.mktemp("codex_subagents"), "codex")
+    runtime.start()
+    yield runtime
+    runtime.stop()
+
+
+def test_a_codex_child_agent_is_a_subagent_whose_call_is_a_required_action_of_the_root_turn(client, codex):
+    sessions = client.beta.agents.sessions
+    session = sessions.create(environment={"type": "none"}, input=SCRIPT,
+                              agent={"model": "gpt-5.5", "tools": [FN], "multi_agent": {"enabled": True}},
+                              extra_body={"x_agents_core": {"harness": "codex"}})
+    action = wait_for(lambda: sessions.retrieve(session.id).required_actions, timeout=60)[0]
+    root = sessions.turns.list(session.id).data
+    assert [t.id for t in root] == [action.turn_id] and action.arguments == {"city": "Paris"}
+    subagent = wait_for(lambda: sessions.subagents.list(session.id).data, timeout=10)[0]
+    assert subagent.parent_agent_id == session.agent.id and subagent.status == "active"
+    child = sessions.subagents.turns.list(subagent.id, session_id=session.id).data[0]
+    call = wait_for(lambda: [i for i in sessions.subagents.items.list(subagent.id, session_id=session.id).data
+                             if i.type == "function_call"], timeout=10)[0]
+    assert (call.call_id, call.turn_id) == (action.call_id, child.id)
+    sessions.events.create(session.id, events=[{"type": "agent.session.input.tool_result", "turn_id": child.id,
+                                                "call_id": action.call_id, "success": True, "output": "sunny"}])
+    wait_for(lambda: sessions.turns.retrieve(action.turn_id, session_id=session.id).status != "in_progress"
+             and sessions.retrieve(session.id).status == "idle", timeout=90)
+    assert sessions.turns.retrieve(action.turn_id, session_id=session.id).status == "completed"
+    final = [i for i in sessions.items.list(session.id, order="asc").data if i.type == "message"]
+    assert final[-1].content[0].text == "root done"
+    history = sessions.subagents.turns.items.list(child.id, session_id=session.id, subagent_id=subagent.id,
+                                                  order="asc").data
+    assert [i.type for i in history if i.type != "message"] == ["function_call", "function_call_output"]
+    assert history[-1].type == "message" and history[-1].content[0].text == "child done"
+    assert sessions.subagents.turns.retrieve(child.id, session_id=session.id,
+                                             subagent_id=subagent.id).status == "completed"
+    # the child's model requests are the child's (Codex marks them), and carry no text.format
+    children = [r for r in codex.requests() if r.get("headers", {}).get("x-openai-subagent") == "collab_spawn"]
+    assert children and all("format" not in (r["body"].get("text") or {}) for r in children)
+
+
+def test_cancel_while_the_codex_childs_call_is_pending_interrupts_the_child_and_abandons_the_call(client, codex):
+    sessions = client.beta.agents.sessions
+    session = sessions.create(environment={"type": "none"}, input=SCRIPT,
+                              agent={"model": "gpt-5.5", "tools": [FN], "multi_agent": {"enabled": True}},
+                              extra_body={"x_agents_core": {"harness": "codex"}})
+    action = wait_for(lambda: sessions.retrieve(session.id).required_actions, timeout=60)[0]
+    subagent = wait_for(lambda: sessions.subagents.list(session.id).data, timeout=10)[0]
+    child = sessions.subagents.turns.list(subagent.id, session_id=session.id).data[0]
+    sessions.events.create(session.id, events=[{"type": "agent.session.input.cancel"}])
+    wait_for(lambda: sessions.turns.retrieve(action.turn_id, session_id=session.id).status == "cancelled"
+             and sessions.retrieve(session.id).status == "idle", timeout=90)
+    assert sessions.subagents.turns.retrieve(child.id, session_id=session.id,
+                                             subagent_id=subagent.id).status == "cancelled"
+    with pytest.raises(openai.ConflictError) as err:
+        sessions.events.create(session.id, events=[{"type": "agent.session.input.tool_result", "turn_id": child.id,
+                                                    "call_id": action.call_id, "success": True, "output": "late"}])
+    assert err.value.body["message"] == "The Turn cannot accept this input in its current state."
