@@ -1,7 +1,8 @@
-"""Issue 25 on a real native Harness: the official SDK on the local stack, a Runtime process running the pinned
-`codex app-server` against the scripted model provider, whose `spawn` step makes the root model call
-multi_agent_v1 `spawn_agent` (fork_context) and the child model call the Session's function. The child is a
-Subagent with a child Turn; its call is a required action of the root Turn, answered under the child Turn id."""
+"""Issue 25 on real native Harnesses: the official SDK on the local stack, Runtime processes running the pinned
+`codex app-server` and Claude Code against the scripted model provider, whose `spawn` step makes the root model
+spawn a child (Codex: multi_agent_v1 `spawn_agent` with fork_context; Claude Code: the Agent tool) and the child
+model call the Session's function. The child is a Subagent with a child Turn; its call is a required action of the
+root Turn, answered under the child Turn id."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import openai
 import pytest
 
 from local.inprocess import wait_for
-from tests.e2e.conftest import NativeRuntime
+from tests.e2e.conftest import EnrolledRuntime, NativeRuntime, tenant_client
 
 pytestmark = pytest.mark.e2e
 
@@ -76,3 +77,42 @@ def test_cancel_while_the_codex_childs_call_is_pending_interrupts_the_child_and_
         sessions.events.create(session.id, events=[{"type": "agent.session.input.tool_result", "turn_id": child.id,
                                                     "call_id": action.call_id, "success": True, "output": "late"}])
     assert err.value.body["message"] == "The Turn cannot accept this input in its current state."
+
+
+def test_a_claude_code_child_agent_on_a_workspace_is_answered_by_the_sdk_stream_helper(local_stack, runtime_process,
+                                                                                      tmp_path):
+    # Claude Code offers its Agent tool on a workspace placement (on `none` the spec keeps no built-in tools).
+    client = tenant_client(local_stack, "acme-claude-subagents")
+    sessions = client.beta.agents.sessions
+    session = sessions.create(environment={"type": "self_hosted", "workspace_directory": str(tmp_path)},
+                              agent={"model": "claude-sonnet-4-5", "tools": [FN], "multi_agent": {"enabled": True}},
+                              extra_body={"x_agents_core": {"harness": "claude_code"}})
+    root = tmp_path / "machine"
+    root.mkdir()
+    machine = EnrolledRuntime(root, "claude_code", native=True)
+    machine.connect(client, session, str(tmp_path))
+    calls, events = [], []
+    try:
+        with sessions.stream(session.id, input=SCRIPT,
+                             tool_handlers={"get_weather": lambda args: calls.append(args) or "sunny"}) as stream:
+            stream.with_result_collection()
+            for event in stream:
+                events.append(event)
+                if event.type in ("agent.session.idle", "agent.session.failed"):
+                    break
+            final = stream.get_final_result()
+        assert calls == [{"city": "Paris"}] and final.output_text == "root done"
+        subagent = sessions.subagents.list(session.id).data[0]
+        assert (subagent.name, subagent.status) == ("weather", "closed")
+        child = sessions.subagents.turns.list(subagent.id, session_id=session.id).data[0]
+        assert child.status == "completed" and child.subagent_id == subagent.id
+        added = [e for e in events if e.type == "agent.session.turn.item.added" and e.item.type == "function_call"]
+        assert [e.item.turn_id for e in added] == [child.id]  # the SDK answered under the child Turn id
+        history = sessions.subagents.items.list(subagent.id, session_id=session.id, order="asc").data
+        assert {"function_call", "function_call_output"} <= {i.type for i in history}
+        assert {i.turn_id for i in history} == {child.id}
+        assert [t.id for t in sessions.turns.list(session.id).data] == [final.turn_id]
+        children = [r for r in machine.requests() if r.get("headers", {}).get("x-claude-code-agent-id")]
+        assert children  # the child's model requests are marked as the child's
+    finally:
+        machine.stop()
