@@ -443,14 +443,21 @@ def test_environments_create_rejects_what_is_not_built_and_writes_nothing(client
     assert client.beta.agents.environments.list().data == []
 
 
-def test_environments_create_rejects_vault_ids_and_unknown_members(client):
+def test_environments_create_takes_the_tenants_vaults_only_and_rejects_unknown_members(client, stack):
+    vault = client.beta.agents.vaults.create(name="ci")
+    created = client.beta.agents.environments.create(environment={"type": "openai_hosted"}, vault_ids=[vault.id])
+    assert env_item(stack, created.id)["vault_ids"] == [vault.id]
+    other = sdk(stack.http, create_key(stack.store, "tenant-b")).beta.agents.vaults.create(name="theirs")
+    for ids in (["vault_missing"], [other.id]):
+        with pytest.raises(openai.NotFoundError):
+            client.beta.agents.environments.create(environment={"type": "openai_hosted"}, vault_ids=ids)
     with pytest.raises(openai.BadRequestError) as err:
-        client.beta.agents.environments.create(environment={"type": "openai_hosted"}, vault_ids=["vault_1"])
+        client.beta.agents.environments.create(environment={"type": "openai_hosted"}, vault_ids=[vault.id] * 11)
     assert err.value.body["param"] == "vault_ids"
     with pytest.raises(openai.BadRequestError) as err:
         client.beta.agents.environments.create(environment={"type": "openai_hosted", "container_size": "large"})
     assert "container_size" in err.value.body["message"]
-    assert client.beta.agents.environments.list().data == []
+    assert [e.id for e in client.beta.agents.environments.list().data] == [created.id]
 
 
 def test_a_named_environment_deleted_with_the_session_that_created_it_refuses_input(client, stack):

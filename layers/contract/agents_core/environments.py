@@ -26,7 +26,7 @@ import shlex
 from typing import Any, Optional
 
 from agents_contract import jsonutil
-from agents_contract.errors import Conflict, InvalidRequest, NotFound, UnsupportedConfiguration
+from agents_contract.errors import Conflict, InvalidRequest, NotFound
 from agents_contract.validation import json_type_name
 
 from . import engine, executors
@@ -534,16 +534,22 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
 
     request = validation.parse(wire.EnvironmentCreate, body)
     hosted.check(request.environment)
+    vault_ids: list[str] = []
     if request.vault_ids:
-        raise UnsupportedConfiguration("Vaults are not attached to Environments by this deployment yet; omit "
-                                       "vault_ids (a Session attaches Vaults with its own vault_ids).",
-                                       param="vault_ids")
+        # "The IDs of up to 10 vaults made available": each must be the tenant's (unknown or foreign: 404).
+        # They are recorded with the Environment; a Session's MCP credentials come from its own vault_ids.
+        from agents_contract.vaults import check_vault_ids
+
+        from .vaults import attached_credentials
+
+        vault_ids = check_vault_ids(request.vault_ids)
+        attached_credentials(store, tenant, vault_ids)
     environment = parser.resolve_environment(request.environment)  # type: ignore[arg-type]
     env_id = new_id("env")
     item = {**env_key(tenant, env_id), "kind": "environment", "id": env_id, "tenant": tenant,
             "type": "openai_hosted", "session_id": None, "status": "pending", "created_at": now(),
             "workspace_directory": environment["workspace_directory"],
-            "GSI1PK": f"T#{tenant}#ENVS#openai_hosted", "GSI1SK": env_id,
+            "GSI1PK": f"T#{tenant}#ENVS#openai_hosted", "GSI1SK": env_id, "vault_ids": vault_ids,
             **_hosted_fields(environment, request.environment)}
     store.put(item, condition="attribute_not_exists(PK)")
     return resource(item)
