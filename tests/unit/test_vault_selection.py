@@ -100,3 +100,25 @@ def test_parsed_secrets_stay_apart_from_the_public_record():
     public = repr(parsed.auth) + repr(vaults.credential_resource(
         {"id": "cred_1", "vault_id": "vault_1", "name": "n", "created_at": 1, "updated_at": 1, "auth": parsed.auth}))
     assert "s3cr3t" not in public
+
+
+def test_only_dispatch_may_decrypt_vault_secrets():
+    """Least privilege in template.yaml: the API functions that store secrets may only generate data keys;
+    Dispatch (which hands the bearer to the claiming Runtime) is the only function that decrypts them. Every
+    grant on the key requires an encryption context: a grant bound to another context key (an executor
+    secret's) cannot open a credential's sealed data key, whose context has no such key."""
+    from local import template
+
+    kms = {}
+    for name, res in template.resources("AWS::Serverless::Function").items():
+        for policy in res["Properties"].get("Policies") or []:
+            for statement in (policy.get("Statement") or []) if isinstance(policy, dict) else []:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                granted = {a for a in actions if a.startswith("kms:")}
+                if not granted:
+                    continue
+                assert statement["Resource"] == {"Fn::GetAtt": ["VaultKey", "Arn"]}, name
+                condition = statement["Condition"]["StringLike"]
+                if "kms:EncryptionContext:credential_id" in condition:
+                    kms[name] = kms.get(name, set()) | granted
+    assert kms == {"AdmissionFunction": {"kms:GenerateDataKey"}, "DispatchFunction": {"kms:Decrypt", "kms:GenerateDataKey"}}
