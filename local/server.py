@@ -111,6 +111,8 @@ def _environment(config: Config) -> None:
         "MOTO_PORT": str(config.moto_port), "TABLE_NAME": config.table,
         "WEBSOCKET_ENDPOINT": f"http://127.0.0.1:{config.ws_port}",
         "WEBSOCKET_URL": f"ws://127.0.0.1:{config.ws_port}",
+        # a self_hosted Environment's remote_url: the exec-server registry, served by the HTTP gateway here
+        "REMOTE_URL": f"http://127.0.0.1:{config.http_port}",
         "HEARTBEAT_SECONDS": str(config.heartbeat_seconds), "DEFAULT_HARNESS": os.environ.get("DEFAULT_HARNESS",
                                                                                                "scripted"),
         "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_DISABLED": "true",
@@ -262,6 +264,7 @@ class LocalStack:
             "base_url": f"http://127.0.0.1:{config.http_port}/v1",
             "dashboard_url": f"http://127.0.0.1:{config.http_port}/",
             "websocket_url": f"ws://127.0.0.1:{config.ws_port}",
+            "remote_url": f"http://127.0.0.1:{config.http_port}",  # codex exec-server --remote (issue 26)
             "api_key": self.api_key, "tenant": config.tenant, "runtime_token": self.runtime_token,
             "moto_endpoint": f"http://127.0.0.1:{config.moto_port}", "table": config.table,
             "state_machine_arn": machines["TurnStateMachine"], "pid": os.getpid(),

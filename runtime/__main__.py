@@ -63,6 +63,11 @@ def parser() -> argparse.ArgumentParser:
                                            "servers may use (env_vars); values never reach Core")
     p.add_argument("--tool-env-inherit", action="store_true",
                    help="as an Environment: also take env_vars from this process's own environment")
+    p.add_argument("--executor-listen", metavar="HOST:PORT",
+                   help="host self_hosted Codex Environments connected with the stock `codex exec-server --remote`: "
+                        "listen here for their executor WebSockets (needs --native codex)")
+    p.add_argument("--executor-url", metavar="URL",
+                   help="the public wss:// URL of --executor-listen (default: ws://HOST:PORT/executor)")
     p.add_argument("--hosted-environments", metavar="DIR",
                    help="host openai_hosted Environments: each runs in a bubblewrap sandbox of its own, its workspace "
                         "and state under DIR (needs Debian's bubblewrap; DIR must be traversable by other users "
@@ -217,6 +222,14 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("runtime").info("hosting Environments in %s (host %s)", hosted.directory, hosted.host_id)
     client = RuntimeClient(args.url, args.token, drivers, args.heartbeat, workspace=workspace,
                            credential_file=credential_file, hosted=hosted)
+    if args.executor_listen:
+        if "codex" not in args.native or workspace is not None:
+            p.error("--executor-listen needs --native codex on an operator's Runtime (not an Environment's)")
+        from .executor import ExecutorHub
+        from .harnesses.codex.executor import install
+
+        install(drivers["codex"])
+        client.runtime.executors = ExecutorHub(args.executor_listen, args.executor_url, client.send).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     client.start()

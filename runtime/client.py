@@ -40,6 +40,17 @@ def load_credential(path: str) -> str | None:
         return None
 
 
+def websocket_url(url: str) -> str:
+    """`--url` may be a self_hosted Environment's remote_url (the exec-server registry's http(s) base): its
+    `GET /cloud/runtime` names the WebSocket URL."""
+    if not url.startswith(("http://", "https://")):
+        return url
+    import urllib.request
+
+    with urllib.request.urlopen(url.rstrip("/") + "/cloud/runtime", timeout=10) as answer:  # noqa: S310 - http(s)
+        return json.loads(answer.read())["websocket_url"]
+
+
 class RuntimeClient:
     def __init__(self, url: str, token: str, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
                  workspace: Workspace | None = None, credential_file: str | None = None, hosted: Any = None):
@@ -62,6 +73,10 @@ class RuntimeClient:
 
     def _welcomed(self, welcome: dict[str, Any]) -> None:
         self.environment_id = welcome.get("environment_id") or self.environment_id
+        executors = getattr(self.runtime, "executors", None)
+        if executors is not None:  # an executor host: registrations of an earlier connection are void
+            executors.connected_to_core()
+            self.send(executors.announcement())
         credential = welcome.get("credential")
         if isinstance(credential, str) and credential:
             self.token = credential  # the enrollment is spent: reconnect with the credential
@@ -83,7 +98,7 @@ class RuntimeClient:
         backoff = 0.2
         while not self._stop.is_set():
             try:
-                with connect(self.url, additional_headers={"Authorization": f"Bearer {self.token}"},
+                with connect(websocket_url(self.url), additional_headers={"Authorization": f"Bearer {self.token}"},
                              open_timeout=10, max_size=2**22) as socket:
                     self._socket = socket
                     backoff = 0.2

@@ -68,6 +68,8 @@ class Runtime:
                         self._hold(turn_id, message)  # ahead of its turn.start, which travels another path
                 elif not handle.done:
                     handle.deliver(message)
+        elif kind == "executor.expect" and getattr(self, "executors", None) is not None:
+            self.executors.on_message(message)  # an exec-server registered here (runtime/executor.py)
         elif kind == "turn.ack":
             channel = self.channels.get(str(message.get("turn_id")))
             if channel is not None and isinstance(message.get("seq"), int):
@@ -215,6 +217,10 @@ class Runtime:
                                  "(--hosted-environments).")
         if self.workspace is not None:
             return self.workspace.bind(message)
+        executors = getattr(self, "executors", None)  # an executor host: Environments joined by exec-servers
+        bound = executors.bind(message) if executors is not None and placement == "self_hosted" else None
+        if bound is not None:
+            return bound
         if placement in WORKSPACE_PLACEMENTS:
             raise WorkspaceError("This Runtime serves environment none only; a workspace Session runs in its own "
                                  "Environment.")

@@ -88,7 +88,7 @@ def test_a_stdio_mcp_server_of_a_self_hosted_session_never_runs_on_the_shared_ru
         assert stat.S_IMODE(credential.stat().st_mode) == 0o600
         # single use: the spent token cannot connect again
         with pytest.raises(InvalidStatus) as refused:
-            connect(session.environment.remote_url,
+            connect(local_stack["websocket_url"],
                     additional_headers={"Authorization": f"Bearer {enrollment['token']}"}, open_timeout=5)
         assert refused.value.response.status_code in (401, 403)  # as API Gateway refuses a handshake
     finally:
@@ -101,7 +101,7 @@ def test_connection_events_reach_sse_and_websocket_and_the_environment_status_fo
     client = tenant_client(local_stack, "acme-events")
     session = self_hosted(client, tmp_path)
     env_id = session.environment.id
-    assert session.environment.remote_url == local_stack["websocket_url"]
+    assert session.environment.remote_url == local_stack["remote_url"]  # the exec-server registry; --url takes it too
     assert client.beta.agents.environments.retrieve(env_id).status == "pending"
     assert env_id in [e.id for e in client.beta.agents.environments.list(extra_query={"type": "self_hosted"})]
     socket = connect(local_stack["websocket_url"], additional_headers={"Authorization": f"Bearer {client.api_key}"})

@@ -228,7 +228,7 @@ class Draft:
             "review": self.item.get("review"),
             "prompt_cache_options": jsonutil.loads(self.item["prompt_cache_options"])
             if self.item.get("prompt_cache_options") else None,
-            "remote_url": get_settings().websocket_url or "",
+            "remote_url": get_settings().remote_url or get_settings().websocket_url or "",  # environments.remote_url
             "error": self.error,
         }
         return resources.session_resource(state, self.snapshot)

@@ -1,0 +1,252 @@
+"""An executor host: this Runtime runs the model loop of self_hosted Codex Environments whose commands run
+on the user's own machine, through the stock `codex exec-server --remote <remote_url>` (issue 26).
+
+The exec-server registers with Core's registry, which picks an executor host and tells it what to expect
+(`executor.expect`: the registration, its Environment and the SHA-256 of a one-time token); the
+exec-server then opens a WebSocket to this listener (`--executor-listen`, reachable as `--executor-url`)
+with that token. Its frames never travel through API Gateway's WebSocket API (128 KB messages, 32 KB
+frames): the listener joins them, frame for frame and unchanged, to the Codex app-server this Runtime
+runs for the Environment's Session, which connects to a loopback endpoint here
+(`environment/add {environmentId, execServerUrl}`). Core hears `executor.connected` when an exec-server
+joins and `executor.disconnected` when it is gone past a grace (it reconnects ~0.7 s after a close).
+
+One exec-server connection serves one app-server connection, once: when either side closes, the other is
+closed too, so the exec-server reconnects with a fresh JSON-RPC session for the next app-server (its
+`initialize` cannot be repeated on a used connection). A handshake for a registration this host does not
+expect (a restarted Runtime) is answered 409, which makes the exec-server register again.
+
+Limits measured on the pinned exec-server (direct mode): a message from the harness to the exec-server of
+about 8.9 KB or more drops its connection (the other direction carried 416 KB), so a large write (an
+`apply_patch` of a big file) fails; the app-server's request fails when its connection closes, and the
+Turn goes on with that tool error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import ipaddress
+import logging
+import secrets
+import threading
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+log = logging.getLogger("runtime.executor")
+
+GRACE_SECONDS = 5.0  # an exec-server that does not come back within this is reported gone
+APP_WAIT_SECONDS = 15.0  # an app-server waits this long for a fresh exec-server connection
+
+
+@dataclass
+class _Expected:
+    registration_id: str
+    environment_id: str
+    token_sha256: str
+
+
+@dataclass
+class _Link:
+    """One Environment's exec-server connection and the app-server connection joined to it."""
+    registration_id: str
+    exec_ws: Any = None
+    used: bool = False  # the current exec-server connection already served an app-server
+    app_ws: Any = None
+    reported: bool = False  # Core heard executor.connected (and not yet executor.disconnected)
+    fresh: asyncio.Event = field(default_factory=asyncio.Event)
+    grace: Optional[asyncio.TimerHandle] = None
+
+
+class ExecutorHub:
+    def __init__(self, listen: str, public_url: Optional[str], send: Callable[[dict[str, Any]], None],
+                 grace_seconds: float = GRACE_SECONDS):
+        host, _, port = listen.rpartition(":")
+        self.host, self.port = host or "127.0.0.1", int(port or 0)
+        self.public_url = public_url
+        self.send = send
+        self.grace_seconds = grace_seconds
+        self.app_secret = secrets.token_urlsafe(24)  # the app-server's endpoint is this Runtime's own
+        self.expected: dict[str, _Expected] = {}
+        self.links: dict[str, _Link] = {}  # environment id -> link
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._server: Any = None
+
+    # -- lifecycle (the listener runs on its own loop and thread) ------------------------------------
+    def start(self) -> ExecutorHub:
+        threading.Thread(target=self._run, name="executor-hub", daemon=True).start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the executor listener did not start")
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._listen())
+        self._ready.set()
+        self.loop.run_forever()
+
+    async def _listen(self) -> None:
+        from websockets.asyncio.server import serve
+
+        self._server = await serve(self._handle, self.host, self.port, process_request=self._admit, max_size=None,
+                                   ping_interval=20, compression=None)
+        self.port = self._server.sockets[0].getsockname()[1]
+        if not self.public_url:
+            self.public_url = f"ws://{self.host}:{self.port}/executor"
+        log.info("executor listener on %s:%s (announced as %s)", self.host, self.port, self.public_url)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self.loop.call_soon_threadsafe(self._server.close)
+
+    # -- Core's side ----------------------------------------------------------------------------------
+    def announcement(self) -> dict[str, Any]:
+        return {"action": "executor.host", "url": self.public_url}
+
+    def connected_to_core(self) -> None:
+        """A new Core connection: registrations made for the previous one are void there, so forget them and
+        close the exec-servers' connections (their next handshake is a 409: they register again)."""
+        def reset() -> None:
+            self.expected.clear()
+            for link in list(self.links.values()):
+                link.reported = False
+                for ws in (link.exec_ws, link.app_ws):
+                    if ws is not None:
+                        asyncio.ensure_future(ws.close(1012, "executor host reconnected"))
+            self.links.clear()
+        self.loop.call_soon_threadsafe(reset)
+
+    def on_message(self, message: dict[str, Any]) -> None:
+        if message.get("type") != "executor.expect":
+            return
+        expected = _Expected(str(message.get("registration_id")), str(message.get("environment_id")),
+                             str(message.get("token_sha256")))
+        self.loop.call_soon_threadsafe(self.expected.__setitem__, expected.registration_id, expected)
+
+    def bind(self, message: dict[str, Any]) -> Optional[dict[str, Any]]:
+        """A self_hosted Turn of an Environment whose exec-server is joined here: the Codex driver adds it
+        (`environment/add`) and runs every command there, in the Session's workspace_directory."""
+        environment = message.get("environment") or {}
+        if environment.get("type") != "self_hosted" or message.get("harness") != "codex":
+            return None
+        env_id = environment.get("id") or "env_" + str(message.get("session_id", "")).removeprefix("sess_")
+        if env_id not in self.links:
+            return None
+        url = f"ws://127.0.0.1:{self.port}/app/{env_id}?k={self.app_secret}"
+        return {**message, "executor": {"environment_id": env_id, "url": url,
+                                        "cwd": environment.get("workspace_directory") or "/workspace"}}
+
+    def _tell(self, message: dict[str, Any]) -> None:
+        try:
+            self.send(message)
+        except Exception:  # noqa: BLE001 - Core is reconnecting: connected_to_core resets everything
+            log.warning("could not tell Core %s", message.get("action"))
+
+    # -- the listener ----------------------------------------------------------------------------------
+    async def _admit(self, connection: Any, request: Any) -> Any:
+        parts = urllib.parse.urlsplit(request.path)
+        query = urllib.parse.parse_qs(parts.query)
+        segments = parts.path.strip("/").split("/")
+        if len(segments) == 2 and segments[0] == "app":
+            peer = connection.remote_address[0] if connection.remote_address else ""
+            if not _loopback(peer) or not hmac.compare_digest(query.get("k", [""])[0], self.app_secret):
+                return connection.respond(403, "Forbidden\n")
+            return None
+        if len(segments) >= 2 and segments[-2] == "executor":
+            expected = self.expected.get(segments[-1])
+            if expected is None:  # not (or no longer) expected here: the exec-server registers again
+                return connection.respond(409, "Register again\n")
+            token = query.get("token", [""])[0]
+            if not hmac.compare_digest(hashlib.sha256(token.encode()).hexdigest(), expected.token_sha256):
+                return connection.respond(403, "Forbidden\n")
+            return None
+        return connection.respond(404, "Not Found\n")
+
+    async def _handle(self, ws: Any) -> None:
+        segments = urllib.parse.urlsplit(ws.request.path).path.strip("/").split("/")
+        if segments[0] == "app":
+            await self._app(ws, segments[1])
+        else:
+            await self._exec(ws, self.expected[segments[-1]])
+
+    async def _exec(self, ws: Any, expected: _Expected) -> None:
+        link = self.links.get(expected.environment_id)
+        if link is None or link.registration_id != expected.registration_id:
+            if link is not None and link.exec_ws is not None:
+                await link.exec_ws.close(1000, "registered again")
+            link = self.links[expected.environment_id] = _Link(expected.registration_id)
+        elif link.exec_ws is not None:
+            await link.exec_ws.close(1000, "replaced")
+        link.exec_ws, link.used = ws, False
+        if link.grace is not None:
+            link.grace.cancel()
+            link.grace = None
+        link.fresh.set()
+        if not link.reported:
+            link.reported = True
+            self._tell({"action": "executor.connected", "registration_id": expected.registration_id})
+            log.info("exec-server joined for %s", expected.environment_id)
+        await ws.wait_closed()
+        if link.exec_ws is ws:
+            link.exec_ws = None
+            link.fresh.clear()
+            if link.app_ws is not None:
+                await link.app_ws.close(1011, "the exec-server connection closed")
+            link.grace = self.loop.call_later(self.grace_seconds, self._gone, expected.environment_id, link)
+
+    def _gone(self, env_id: str, link: _Link) -> None:
+        if link.exec_ws is None and link.reported and self.links.get(env_id) is link:
+            link.reported = False
+            self._tell({"action": "executor.disconnected", "registration_id": link.registration_id})
+            log.info("exec-server gone for %s", env_id)
+
+    async def _app(self, ws: Any, env_id: str) -> None:
+        link = self.links.get(env_id)
+        if link is None:
+            await ws.close(1011, "no exec-server for this Environment")
+            return
+        try:
+            await asyncio.wait_for(_fresh(link), APP_WAIT_SECONDS)
+        except TimeoutError:
+            await ws.close(1011, "the exec-server is not connected")
+            return
+        exec_ws, link.used, link.app_ws = link.exec_ws, True, ws
+        link.fresh.clear()
+        try:
+            await _splice(ws, exec_ws)
+        finally:
+            if link.app_ws is ws:
+                link.app_ws = None
+            await ws.close()
+            await exec_ws.close(1000, "the app-server left")  # a fresh session for the next app-server
+
+
+async def _fresh(link: _Link) -> None:
+    while link.exec_ws is None or link.used:
+        link.fresh.clear()
+        await link.fresh.wait()
+
+
+async def _splice(a: Any, b: Any) -> None:
+    """Frames both ways, unchanged, until either side closes."""
+    async def pump(source: Any, sink: Any) -> None:
+        async for frame in source:
+            await sink.send(frame)
+
+    tasks = [asyncio.ensure_future(pump(a, b)), asyncio.ensure_future(pump(b, a))]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
