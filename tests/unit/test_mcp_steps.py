@@ -60,3 +60,36 @@ def test_mcp_call_items_take_their_status_from_the_native_item():
     assert is_error["status"] == "failed" and is_error["error"] == "no such ticket"
     down = _mcp_item(native("failed", None, {"message": "HTTP 401"}), "completed")
     assert down["status"] == "failed" and down["error"] == {"message": "HTTP 401"}
+
+
+def test_codex_waits_for_declared_servers_to_start_before_the_first_turn():
+    """"An optional server is not waited for: a Turn started at once runs without its tools": the session
+    waits until each declared server reported ready or failed (mcpServer/startupStatus/updated)."""
+    import asyncio
+    import time
+    import types
+
+    from runtime.harnesses.codex.driver import CodexSession
+
+    start = {"agent": {"tools": [{"type": "mcp", "server_label": "a"}, {"type": "mcp", "server_label": "b"}]}}
+
+    async def scenario():
+        session = types.SimpleNamespace(mcp_status={}, mcp_changed=asyncio.Event())
+        session._notification = lambda m, p: CodexSession._notification(session, m, p)
+        session.current = None
+
+        async def report():
+            await asyncio.sleep(0.05)
+            session._notification("mcpServer/startupStatus/updated", {"name": "a", "status": "starting"})
+            await asyncio.sleep(0.05)
+            session._notification("mcpServer/startupStatus/updated", {"name": "a", "status": "ready"})
+            session._notification("mcpServer/startupStatus/updated", {"name": "b", "status": "failed",
+                                                                      "error": "HTTP 401"})
+        began = time.monotonic()
+        reporter = asyncio.ensure_future(report())
+        await CodexSession._await_mcp_startup(session, start)
+        await reporter
+        return time.monotonic() - began, session.mcp_status
+
+    waited, status = asyncio.run(scenario())
+    assert 0.09 < waited < 5 and status["a"]["status"] == "ready" and status["b"]["status"] == "failed"

@@ -51,6 +51,7 @@ log = logging.getLogger("runtime.codex")
 
 CLIENT_INFO = {"name": "agents-core-runtime", "title": "agents-core Runtime", "version": "0.1.0"}
 START_TIMEOUT = 60.0
+MCP_STARTUP_TIMEOUT = 30.0  # how long the first turn/start waits for declared MCP servers to start
 
 
 class CodexUnavailable(Exception):
@@ -251,6 +252,8 @@ class CodexSession:
             self.sandbox = "workspace-write"
         self.peer: Optional[JsonRpcPeer] = None
         self._bearers: dict[str, str] = {}  # the Vault bearers the running app-server was started with
+        self.mcp_status: dict[str, dict[str, Any]] = {}  # mcpServer/startupStatus/updated, by server name
+        self.mcp_changed = asyncio.Event()
         self.thread_id: Optional[str] = self._saved_thread()
         self.current: Optional[CodexTurn] = None
         self.lock = asyncio.Lock()
@@ -299,6 +302,7 @@ class CodexSession:
             env.update(bearers)  # only this app-server's environment holds them (never argv or config.toml)
             argv, spawn_cwd = [self.driver.binary, "app-server"], str(self.cwd)
         peer = JsonRpcPeer(self._notification, self._request, self._exited)
+        self.mcp_status.clear()  # a new process starts its servers again
         await peer.spawn(argv, env, spawn_cwd)
         try:
             await peer.request("initialize", {"clientInfo": CLIENT_INFO, "capabilities": {"experimentalApi": True}},
@@ -318,6 +322,7 @@ class CodexSession:
                                                               "dynamicTools": dynamic_tools(start)},
                                              timeout=START_TIMEOUT)
                 self._save_thread(started["thread"]["id"])
+                await self._await_mcp_startup(start)
         except BaseException:
             peer.on_exit = None  # the start failed for its own reason: report that one
             await peer.close()
@@ -358,8 +363,32 @@ class CodexSession:
                 self._idle = self.driver.idle_later(self)
 
     def _notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == "mcpServer/startupStatus/updated":
+            self.mcp_status[str(params.get("name"))] = params
+            self.mcp_changed.set()
         if self.current is not None:
             self.current.on_notification(method, params)
+
+    async def _await_mcp_startup(self, start: dict[str, Any]) -> None:
+        """Codex starts an optional server after thread/start returns and does not wait for it: a Turn
+        started at once would run without its tools. Wait (bounded) until every declared server reported
+        ready or failed; one that failed runs without its tools (a required one failed thread/start)."""
+        declared = [t["server_label"] for t in tools_of(start, "mcp")]
+        deadline = asyncio.get_running_loop().time() + MCP_STARTUP_TIMEOUT
+        while True:
+            pending = [x for x in declared if (self.mcp_status.get(x) or {}).get("status") not in ("ready", "failed")]
+            remaining = deadline - asyncio.get_running_loop().time()
+            if not pending or remaining <= 0:
+                break
+            self.mcp_changed.clear()
+            try:
+                await asyncio.wait_for(self.mcp_changed.wait(), remaining)
+            except TimeoutError:
+                break
+        for label in declared:
+            status = self.mcp_status.get(label) or {}
+            if status.get("status") != "ready":
+                log.warning("MCP server '%s' is %s: running without its tools", label, status.get("status", "not started"))
 
     def _request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         if method == "item/tool/call" and self.current is not None:
