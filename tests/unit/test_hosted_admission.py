@@ -182,3 +182,47 @@ def test_isolation_names_the_host():
     assert _isolation(hello, {"runtime_kind": "shared"}) == "rack-7_b"
     assert _isolation(hello, {"runtime_kind": "hosted", "host_id": "rack-7_b"}) == "rack-7_b"
     assert _isolation({}, {"runtime_kind": "shared"}) is None
+
+
+# ---- who may serve a hosted Turn ---------------------------------------------------------------------
+
+class _Pool:
+    """A store whose pool query answers fixed declaration rows (newest first)."""
+
+    def __init__(self, rows):
+        self.rows, self.asked = rows, []
+
+    def query(self, *, pk, **_):
+        from types import SimpleNamespace
+
+        self.asked.append(pk)
+        return SimpleNamespace(items=[r for r in self.rows if r["GSI1PK"] == pk])
+
+
+def _row(kind, host=None, pool="RUNTIME#HOSTED#scripted"):
+    from runtime.capabilities import declarations
+
+    caps = declarations(["scripted"])[0]["capabilities"]
+    return {"GSI1PK": pool, "connection_id": f"{kind}-{host}", "runtime_kind": kind, "host_id": host,
+            "environment_id": None, "capabilities": sorted(k for k, v in caps.items() if v)}
+
+
+def test_a_bound_environment_is_served_only_by_its_hosts_connections():
+    from agents_core.runtimes.connections import eligible_runtimes
+
+    store = _Pool([_row("hosted", "host-b"), _row("hosted", "host-a"), _row("shared", pool="RUNTIME#scripted")])
+    unbound = eligible_runtimes(store, "scripted", frozenset(), "openai_hosted", "env_1")  # type: ignore[arg-type]
+    assert [r["connection_id"] for r in unbound] == ["hosted-host-b", "hosted-host-a"]
+    bound = eligible_runtimes(store, "scripted", frozenset(), "openai_hosted", "env_1", "host-a")  # type: ignore[arg-type]
+    assert [r["connection_id"] for r in bound] == ["hosted-host-a"]
+    assert store.asked == ["RUNTIME#HOSTED#scripted"] * 2  # never the shared pool
+    assert eligible_runtimes(store, "scripted", frozenset(), "none") == [
+        r for r in store.rows if r["runtime_kind"] == "shared"]  # type: ignore[arg-type]
+
+
+def test_a_session_runs_in_the_environment_it_names_or_its_own():
+    from agents_core.placement import session_environment_id
+
+    assert session_environment_id("sess_abc", {"type": "openai_hosted"}) == "env_abc"
+    assert session_environment_id("sess_abc", {"type": "openai_hosted", "id": "env_shared"}) == "env_shared"
+    assert session_environment_id("sess_abc", {"type": "none"}) is None
