@@ -229,3 +229,34 @@ def test_a_call_from_an_unknown_child_turn_fails_the_turn(client, raw, stack):
     raw.observe(route, "turn.function_call", call_id="c1", name="get_weather", arguments={}, child_turn_id="ghost")
     assert wait_for(lambda: raw.errors(route["turn_id"]))[0]["error"]["param"] == "child_turn_id"
     wait_for(lambda: turn_status(client, session.id, route["turn_id"]) == "failed", timeout=HEARTBEAT_SECONDS * 5)
+
+
+def test_a_child_item_finished_in_a_later_message_stays_the_childs_and_its_deltas_name_the_child_turn(
+        client, raw, stack):
+    schema = {"type": "json_schema", "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}}
+    session = session_with(client, "sleep 30", agent={"text": {"format": schema}})
+    route = raw.start()
+    raw.observe(route, "turn.subagent.opened", subagent_id="c")
+    raw.observe(route, "turn.subagent.turn.started", subagent_id="c", child_turn_id="c-1")
+    raw.observe(route, "turn.item.added", child_turn_id="c-1", item={
+        "id": "m1", "type": "message", "role": "assistant", "status": "in_progress", "phase": "final_answer",
+        "content": []})
+    raw.observe(route, "turn.output_text.delta", item_id="m1", content_index=0, delta="hel")
+    seq = raw.observe(route, "turn.item.done", item={  # no child_turn_id: the Item is known as the child's
+        "id": "m1", "type": "message", "role": "assistant", "status": "completed", "phase": "final_answer",
+        "content": [{"type": "output_text", "text": "hello"}]})
+    acked(raw, route["turn_id"], seq)
+    subagent = client.beta.agents.sessions.subagents.list(session.id).data[0]
+    child = client.beta.agents.sessions.subagents.turns.list(subagent.id, session_id=session.id).data[0]
+    items = client.beta.agents.sessions.subagents.items.list(subagent.id, session_id=session.id).data
+    assert [(i.turn_id, i.status, i.content[0].text) for i in items] == [(child.id, "completed", "hello")]
+    assert client.beta.agents.sessions.items.list(session.id).data[0].role == "user"  # root-only
+    events = events_of(stack, session.id)
+    parts = [e for e in events if e["type"].startswith(("agent.session.turn.output_text", "agent.session.turn.content_part",
+                                                        "agent.session.turn.item"))]
+    assert {e["turn_id"] for e in parts if e.get("item", {}).get("role") != "user"} == {child.id}
+    seq = raw.observe(route, "turn.completed")
+    acked(raw, route["turn_id"], seq)
+    # The root's structured output needs the root's own final answer: a child's is not it.
+    wait_for(lambda: turn_status(client, session.id, route["turn_id"]) in ("completed", "failed"))
+    assert turn_status(client, session.id, route["turn_id"]) == "failed"
