@@ -200,3 +200,79 @@ def test_the_refresh_guard_refuses_untrusted_private_targets(monkeypatch):
                 core_vaults.refresh_token({**refresh, "token_endpoint": endpoint}, "rt", None)
     finally:
         settings_module.get_settings.cache_clear()
+
+
+# ---- the scripted harness as a real MCP client -------------------------------------------------------------
+
+class _Gate:
+    def __init__(self, app, token):
+        self.app, self.token, self.seen = app, token, []
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            auth = dict(scope["headers"]).get(b"authorization", b"").decode()
+            self.seen.append("ok" if auth == f"Bearer {self.token}" else "refused")
+            if auth != f"Bearer {self.token}":
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+        await self.app(scope, receive, send)
+
+
+@pytest.fixture
+def bearer_mcp(monkeypatch):
+    import socket
+
+    import mcp.types as types
+    import uvicorn
+    from mcp.server import Server
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(tools=[types.Tool(name="lookup", description="x", input_schema={"type": "object"}),
+                                            types.Tool(name="locked", description="x", input_schema={"type": "object"})])
+
+    async def call_tool(ctx, params):
+        if params.name == "locked":
+            return types.CallToolResult(content=[types.TextContent(type="text", text="ticket is locked")], is_error=True)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=f"ticket {params.arguments['id']}: open")])
+
+    gate = _Gate(Server("tickets", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
+                 .streamable_http_app(stateless_http=True), TOKEN)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(gate, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    wait_for(lambda: server.started)
+    monkeypatch.setenv("VAULT_ALLOW_LOOPBACK_HTTP", "true")
+    settings_module.get_settings.cache_clear()
+    gate.url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    yield gate
+    server.should_exit = True
+    thread.join(10)
+    settings_module.get_settings.cache_clear()
+
+
+def test_the_scripted_harness_calls_the_mcp_server_with_the_vault_bearer(stack, client, runtime, bearer_mcp):  # noqa: F811
+    vault = client.beta.agents.vaults.create()
+    client.beta.agents.vaults.credentials.create(vault.id, name="c", auth={
+        "type": "static_bearer", "mcp_server_url": bearer_mcp.url, "token": TOKEN})
+    script = 'mcp tickets lookup {"id": "7"}\nmcp tickets locked {}\nmcp tickets hidden {}\nsay done'
+    tools = [{**_tool(url=bearer_mcp.url), "allowed_tools": ["lookup", "locked"]}]
+    session = client.beta.agents.sessions.create(environment={"type": "none"}, vault_ids=[vault.id],
+                                                 agent={"model": "gpt-5", "tools": tools}, input=script)
+    assert _settled(client, session.id)[0].status == "completed"
+    calls = [i for i in client.beta.agents.sessions.items.list(session.id, order="asc") if i.type == "mcp_call"]
+    assert [(i.server_label, i.name, i.status) for i in calls] == [
+        ("tickets", "lookup", "completed"), ("tickets", "locked", "failed"), ("tickets", "hidden", "failed")]
+    assert calls[0].output["content"][0]["text"] == "ticket 7: open" and calls[0].arguments == {"id": "7"}
+    assert calls[1].error == "ticket is locked"
+    assert calls[2].error == "The tool 'hidden' of MCP server 'tickets' is not in its allowed_tools."
+    assert "ok" in bearer_mcp.seen and "refused" not in bearer_mcp.seen
+    # anonymous: the server refuses, and the Item says so (no secret anywhere)
+    anonymous = client.beta.agents.sessions.create(environment={"type": "none"}, input='mcp tickets lookup {"id": "1"}',
+                                                   agent={"model": "gpt-5", "tools": [_tool(url=bearer_mcp.url)]})
+    _settled(client, anonymous.id)
+    [failed] = [i for i in client.beta.agents.sessions.items.list(anonymous.id) if i.type == "mcp_call"]
+    assert failed.status == "failed" and "MCP server 'tickets' failed" in failed.error
+    assert TOKEN not in _dump(scan(stack.dynamodb))

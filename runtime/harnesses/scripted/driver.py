@@ -10,6 +10,8 @@ The user message is a tiny script, one step per line:
                                in the child once the result is applied, ends the child Turn, closes it
     parallel <n> <name> <json> n calls at once; waits for all their results
     abandon <name> <json>      a function call the harness abandons before any result
+    mcp <label> <tool> <json>  a call of the declared HTTP MCP server's tool, made as a real MCP client (with
+                               the Session's Vault bearer); an mcp_call Item with its output or error
     wait [seconds]             wait for steering input (its lines run as more steps) or cancellation
     sleep <seconds>            work silently (heartbeats continue)
     fail                       the Turn fails
@@ -130,6 +132,8 @@ class TurnRunner(TurnHandle):
                 self._parallel(int(count), call)
             elif verb == "abandon":
                 self._call(rest, abandon=True)
+            elif verb == "mcp":
+                self._mcp(rest)
             elif verb == "wait":
                 self.steps[index + 1:index + 1] = self._wait(float(rest or 30))
             elif verb == "sleep":
@@ -169,6 +173,27 @@ class TurnRunner(TurnHandle):
                 return
             if message.get("type") == "turn.input":
                 self.steps += script_lines([message.get("item", {})])
+
+    def _mcp(self, rest: str) -> None:
+        from .mcp_client import McpCallError, call
+
+        label, _, rest = rest.strip().partition(" ")
+        name, _, raw = rest.strip().partition(" ")
+        arguments = json.loads(raw) if raw.strip() else {}
+        item = {"id": _new("mcp"), "type": "mcp_call", "server_label": label, "name": name, "arguments": arguments,
+                "output": None, "error": None, "status": "in_progress"}
+        self.emit("turn.item.added", item=dict(item))
+        try:
+            result = call(self.start_message, label, name, arguments)
+        except McpCallError as exc:
+            item.update(status="failed", error=str(exc))
+        else:
+            if result.get("isError"):
+                text = " ".join(str(p.get("text", "")) for p in result.get("content") or [] if isinstance(p, dict))
+                item.update(status="failed", error=text or "The MCP tool call failed.", output=result)
+            else:
+                item.update(status="completed", output=result)
+        self.emit("turn.item.done", item=item)
 
     def _subagent(self, call: str) -> None:
         """A child agent that makes one call: what a native Harness reports when it spawns a child."""
