@@ -6,6 +6,8 @@ root Turn, answered under the child Turn id."""
 
 from __future__ import annotations
 
+import json
+
 import openai
 import pytest
 
@@ -28,10 +30,16 @@ def codex(local_stack, runtime_process, tmp_path_factory):
     runtime.stop()
 
 
+SCHEMA = {"type": "object", "properties": {"done": {"type": "string"}}, "required": ["done"],
+          "additionalProperties": False}
+
+
 def test_a_codex_child_agent_is_a_subagent_whose_call_is_a_required_action_of_the_root_turn(client, codex):
     sessions = client.beta.agents.sessions
-    session = sessions.create(environment={"type": "none"}, input=SCRIPT,
-                              agent={"model": "gpt-5.5", "tools": [FN], "multi_agent": {"enabled": True}},
+    script = SCRIPT.replace("answer root done", 'answer {"done": "root"}')
+    session = sessions.create(environment={"type": "none"}, input=script,
+                              agent={"model": "gpt-5.5", "tools": [FN], "multi_agent": {"enabled": True},
+                                     "text": {"format": {"type": "json_schema", "schema": SCHEMA}}},
                               extra_body={"x_agents_core": {"harness": "codex"}})
     action = wait_for(lambda: sessions.retrieve(session.id).required_actions, timeout=60)[0]
     root = sessions.turns.list(session.id).data
@@ -48,16 +56,20 @@ def test_a_codex_child_agent_is_a_subagent_whose_call_is_a_required_action_of_th
              and sessions.retrieve(session.id).status == "idle", timeout=90)
     assert sessions.turns.retrieve(action.turn_id, session_id=session.id).status == "completed"
     final = [i for i in sessions.items.list(session.id, order="asc").data if i.type == "message"]
-    assert final[-1].content[0].text == "root done"
+    assert final[-1].content[0].text == '{"done": "root"}'  # the root's structured answer, unchanged
     history = sessions.subagents.turns.items.list(child.id, session_id=session.id, subagent_id=subagent.id,
                                                   order="asc").data
     assert [i.type for i in history if i.type != "message"] == ["function_call", "function_call_output"]
     assert history[-1].type == "message" and history[-1].content[0].text == "child done"
     assert sessions.subagents.turns.retrieve(child.id, session_id=session.id,
                                              subagent_id=subagent.id).status == "completed"
-    # the child's model requests are the child's (Codex marks them), and carry no text.format
-    children = [r for r in codex.requests() if r.get("headers", {}).get("x-openai-subagent") == "collab_spawn"]
+    # "Subagent threads do not receive the schema": the child's model requests (Codex marks them) carry no
+    # text.format, the root's do
+    requests = [r for r in codex.requests() if SCRIPT.split("\n")[0] in json.dumps(r["body"])]
+    children = [r for r in requests if r.get("headers", {}).get("x-openai-subagent") == "collab_spawn"]
+    roots = [r for r in requests if "x-openai-subagent" not in r.get("headers", {})]
     assert children and all("format" not in (r["body"].get("text") or {}) for r in children)
+    assert roots and all((r["body"].get("text") or {}).get("format", {}).get("schema") == SCHEMA for r in roots)
 
 
 def test_cancel_while_the_codex_childs_call_is_pending_interrupts_the_child_and_abandons_the_call(client, codex):
