@@ -112,3 +112,34 @@ def test_sdk_options_forward_the_subagents_text(tmp_path):
     options = sdk_options(start_message(), Provider("scripted", "http://127.0.0.1:9"), None,
                           config_dir=tmp_path, cwd=tmp_path, binary="claude")
     assert options.forward_subagent_text is True
+
+
+def result(uuids, text="done"):
+    from claude_agent_sdk import ResultMessage
+
+    return ResultMessage(subtype="success", duration_ms=1, duration_api_ms=1, is_error=False, num_turns=1,
+                         session_id="native", result=text, user_message_uuids=uuids)
+
+
+def test_a_background_child_keeps_the_turn_open_through_the_native_turn_claude_code_starts_when_it_finishes():
+    """Real models default to run_in_background: the Agent call returns at once, the native result arrives
+    while the child runs, and Claude Code answers the child's notification in a native turn of its own."""
+    t, rec = turn()
+    t.sent.append("u-input")
+    background = {**root_spawn()}
+    background["message"] = {**background["message"], "content": [{**background["message"]["content"][0], "input": {
+        **background["message"]["content"][0]["input"], "run_in_background": True}}]}
+    feed(t, cli(background, task_started(), {"type": "user", "parent_tool_use_id": None, "message": {
+        "role": "user", "content": [{"type": "tool_result", "tool_use_id": AGENT_USE, "content": "launched"}]}}))
+    t.on_message(result(["u-input"], "started it"))
+    assert "turn.completed" not in rec.actions()  # the child still runs: the Turn stays open
+    feed(t, cli(child_message({"type": "text", "text": "checking"}), task_notification("completed"),
+                {"type": "assistant", "parent_tool_use_id": None, "session_id": "native", "message": {
+                    "id": "msg_root_2", "model": "m", "role": "assistant",
+                    "content": [{"type": "text", "text": "root done"}]}}))
+    t.on_message(result(["u-notification"], "root done"))  # Claude Code's own turn, taking in the notification
+    actions = rec.actions()
+    assert actions[-1] == "turn.completed" and actions.count("turn.completed") == 1
+    done = [m["item"] for m in rec.sent if m["action"] == "turn.item.done" and "child_turn_id" not in m]
+    assert [(d["phase"], d["content"][0]["text"]) for d in done] == [("final_answer", "root done")]
+    assert actions.index("turn.subagent.turn.ended") < actions.index("turn.completed")

@@ -451,6 +451,9 @@ class ClaudeTurn(NativeTurn):
         # Claude Code has no child turn id, so one is minted per child task.
         self.tasks: dict[str, dict[str, str]] = {}
         self.child_uses: dict[str, str] = {}  # a child's tool-use id -> the spawning tool-use id
+        # A background child (the Agent tool's default) outlives the native turn that spawned it; Claude Code
+        # then starts a native turn of its own when the child finishes. The Turn stays open through it.
+        self.background = False
 
     # -- the Turn --------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -681,10 +684,16 @@ class ClaudeTurn(NativeTurn):
 
     def _result(self, message: Any) -> None:
         taken = set(message.user_message_uuids or ([message.user_message_uuid] if message.user_message_uuid else []))
-        if taken and self.sent and not taken & set(self.sent):
+        if taken and self.sent and not taken & set(self.sent) and not self.background:
             log.info("a native result of an earlier Turn arrived late: ignored")
             return
         self.taken |= taken
+        if self.tasks and not self.cancel_requested and not message.is_error:
+            # Children still run in the background: the native turn Claude Code starts when they finish
+            # (taking in their notification) is still this Turn's.
+            self.background = True
+            self._release("commentary")
+            return
         if taken and not self.cancel_requested and not message.is_error and not set(self.sent) <= self.taken:
             self._release("commentary")  # steered input still to answer: the Turn goes on
             return
