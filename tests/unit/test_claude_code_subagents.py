@@ -143,3 +143,21 @@ def test_a_background_child_keeps_the_turn_open_through_the_native_turn_claude_c
     done = [m["item"] for m in rec.sent if m["action"] == "turn.item.done" and "child_turn_id" not in m]
     assert [(d["phase"], d["content"][0]["text"]) for d in done] == [("final_answer", "root done")]
     assert actions.index("turn.subagent.turn.ended") < actions.index("turn.completed")
+
+
+def test_a_childs_call_of_a_declared_mcp_server_is_an_mcp_call_item_in_the_childs_history():
+    rec = Recorder()
+    mcp = {"type": "mcp", "server_label": "tickets", "allowed_tools": None, "required": False,
+           "transport": {"type": "http", "server_url": "https://mcp.example.com/mcp", "headers": {}}}
+    start = start_message(tools=[mcp])
+    t = ClaudeTurn(_Session(), start, TurnChannel(start, rec, heartbeat_seconds=30))  # type: ignore[arg-type]
+    feed(t, cli(task_started(), child_message({"type": "tool_use", "id": "toolu_mcp", "name": "mcp__tickets__lookup",
+                                               "input": {"id": 7}}),
+                {"type": "user", "parent_tool_use_id": AGENT_USE, "message": {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_mcp", "content": "open", "is_error": False}]}}))
+    child_turn = next(m for m in rec.sent if m["action"] == "turn.subagent.turn.started")["child_turn_id"]
+    added = next(m for m in rec.sent if m["action"] == "turn.item.added")
+    done = next(m for m in rec.sent if m["action"] == "turn.item.done")
+    assert added["child_turn_id"] == child_turn and added["item"]["type"] == "mcp_call"
+    assert (added["item"]["server_label"], added["item"]["name"]) == ("tickets", "lookup")
+    assert done["item"]["status"] == "completed" and done["item"]["output"] == "open"

@@ -570,6 +570,7 @@ class ClaudeTurn(NativeTurn):
         for index, block in enumerate(message.content):
             if isinstance(block, ToolUseBlock):
                 self.child_uses[block.id] = message.parent_tool_use_id
+                self._mcp_started(block, task["turn"])
             elif isinstance(block, TextBlock) and block.text:
                 item_id = native_id if index == 0 else f"{native_id}_{index}"
                 self.channel.emit_batch([
@@ -652,7 +653,7 @@ class ClaudeTurn(NativeTurn):
             else:
                 self.channel.emit("turn.call.abandoned", call_id=block.tool_use_id)
 
-    def _mcp_started(self, block: Any) -> None:
+    def _mcp_started(self, block: Any, child_turn: Optional[str] = None) -> None:
         """A call of a declared MCP server's tool (`mcp__LABEL__TOOL`, split on the declared label, not on
         `__`) is a public mcp_call Item with the original server and tool names."""
         labels = [t["server_label"] for t in tools_of(self.start, "mcp")]
@@ -662,6 +663,9 @@ class ClaudeTurn(NativeTurn):
         item = {"id": block.id, "type": "mcp_call", "server_label": label, "name": block.name[len(f"mcp__{label}__"):],
                 "arguments": block.input, "output": None, "error": None, "status": "in_progress"}
         self.mcp_uses[block.id] = item
+        if child_turn:  # a Subagent's MCP call is an mcp_call Item in the child's history
+            self.channel.emit("turn.item.added", item=dict(item), child_turn_id=child_turn)
+            return
         self.channel.emit("turn.item.added", item=dict(item))
 
     def _mcp_done(self, block: Any) -> None:
