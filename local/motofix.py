@@ -11,7 +11,8 @@ here runs in AWS):
    entry fails validation midway.
 
 It also wakes the local Streams pollers (`wake_on_stream_records`) whenever moto appends a stream
-record, so a poller sleeps while nothing is written instead of asking moto twenty times a second.
+record, so a poller sleeps while nothing is written instead of asking moto twenty times a second, and
+parses each state machine definition once (`parse_each_definition_once`).
 """
 
 from __future__ import annotations
@@ -162,10 +163,34 @@ def wake_on_stream_records(event: threading.Event) -> None:
     _stream_listeners.add(event)
 
 
+def parse_each_definition_once() -> None:
+    """moto's Step Functions parses a state machine's ASL with ANTLR at every CreateStateMachine and again at
+    every StartExecution (~0.1 s of CPU each: a stack's machines, then every Turn and every connection wait).
+    The syntax tree of one definition never changes, so it is parsed once per process; each execution still
+    builds its own evaluation components from it (the preprocessor's visit), as moto does."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    parse = AmazonStateLanguageParser.parse
+    if getattr(parse, "parses_once", False):
+        return
+    trees: dict[str, Any] = {}
+
+    def parse_once(definition: str) -> Any:
+        tree = trees.get(definition)
+        if tree is None:
+            tree = trees[definition] = parse(definition)[1]  # a syntax error raises as before and is not kept
+        return Preprocessor().visit(tree), tree
+
+    parse_once.parses_once = True  # type: ignore[attr-defined]
+    AmazonStateLanguageParser.parse = staticmethod(parse_once)  # type: ignore[method-assign]
+
+
 def install() -> None:
     global _installed
     if _installed:
         return
+    parse_each_definition_once()
     from moto.dynamodb.models import DynamoDBBackend
 
     for name in _LOCKED:
