@@ -135,6 +135,13 @@ class ExecutorHub:
         env_id = environment.get("id") or "env_" + str(message.get("session_id", "")).removeprefix("sess_")
         if env_id not in self.links:
             return None
+        for tool in (message.get("agent") or {}).get("tools") or []:
+            if tool.get("type") == "mcp" and (tool.get("transport") or {}).get("type") == "stdio":
+                from .workspace import WorkspaceError  # the Turn fails saying so
+
+                raise WorkspaceError(f"The stdio MCP server '{tool.get('server_label')}' runs on the Environment's "
+                                     "machine, which an exec-server does not start servers on: connect this "
+                                     "Environment with its enrollment's Runtime command instead.")
         url = f"ws://127.0.0.1:{self.port}/app/{env_id}?k={self.app_secret}"
         return {**message, "executor": {"environment_id": env_id, "url": url,
                                         "cwd": environment.get("workspace_directory") or "/workspace"}}

@@ -186,3 +186,58 @@ def test_a_wrong_signature_another_tenants_key_and_another_environment_are_refus
     for session in (mine, sibling):
         assert client.beta.agents.environments.retrieve(session.environment.id).status == "pending"
     assert other.beta.agents.environments.retrieve(foreign.environment.id).status == "pending"
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_large_write_fails_visibly_and_a_restarted_host_gets_its_exec_server_back(local_stack, tmp_path):
+    """The pinned exec-server drops its connection on a message from the harness of about 8.9 KB or more:
+    the call fails and the Turn ends (it never hangs). A restarted executor host does not expect the old
+    registration: the exec-server's next handshake is a 409, it registers again and joins the new host."""
+    host = NativeRuntime(local_stack, tmp_path / "host", "codex",
+                         extra=("--executor-listen", f"127.0.0.1:{free_port()}"))
+    (tmp_path / "host").mkdir()
+    host.start()
+    client = tenant_client(local_stack, "exec-server-d")
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    session = session_for(client, workspace, 'call exec_command {"cmd": "echo small > small.txt"}\nsay Small.')
+    env_id = session.environment.id
+    key = enroll(client, env_id)["exec_server"]
+    server = ExecServer(tmp_path, workspace).start(session.environment.remote_url, env_id, key)
+    try:
+        assert finished(client, session.id).status == "completed"
+        assert (workspace / "small.txt").read_text() == "small\n"
+        long_command = "echo " + "x" * 12_000 + " | wc -c > large.txt"
+        client.beta.agents.sessions.events.create(session.id, events=[message(
+            f'call exec_command {{"cmd": "{long_command}"}}\nsay After the large write.')])
+        wait_for(lambda: len(client.beta.agents.sessions.turns.list(session.id).data) == 2, timeout=10)
+        turn = finished(client, session.id, timeout=120)
+        assert turn.status in ("completed", "failed")  # it ends, whichever way the Harness takes the error
+        assert not (workspace / "large.txt").exists()
+        # the exec-server came back (~0.7 s): the next command runs again, from the same app-server
+        client.beta.agents.sessions.events.create(session.id, events=[message(
+            'call exec_command {"cmd": "echo still > still.txt"}\nsay Still.')])
+        wait_for(lambda: len(client.beta.agents.sessions.turns.list(session.id).data) == 3, timeout=10)
+        assert finished(client, session.id).status == "completed"
+        assert (workspace / "still.txt").read_text() == "still\n"
+        # the host restarts: the exec-server comes back to it by itself and the next input runs there
+        host.stop()
+        wait_for(lambda: client.beta.agents.environments.retrieve(env_id).status == "disconnected", timeout=30)
+        host.start()
+        wait_for(lambda: client.beta.agents.environments.retrieve(env_id).status == "connected", timeout=60,
+                 interval=0.2)
+        client.beta.agents.sessions.events.create(session.id, events=[message(
+            'call exec_command {"cmd": "echo again > again.txt"}\nsay Again.')])
+        wait_for(lambda: len(client.beta.agents.sessions.turns.list(session.id).data) == 4, timeout=10)
+        assert finished(client, session.id).status == "completed"
+        assert (workspace / "again.txt").read_text() == "again\n"
+    finally:
+        server.stop()
+        host.stop()
