@@ -471,3 +471,28 @@ def test_a_named_environment_deleted_with_the_session_that_created_it_refuses_in
         client.beta.agents.sessions.events.create(named.id, events=[message("say hi")])
     assert owner.environment.id in err.value.body["message"] and "no longer exists" in err.value.body["message"]
     assert client.beta.agents.sessions.turns.list(named.id).data == []
+
+
+def test_the_preparation_is_sealed_at_rest_and_opens_only_for_its_own_environment(client, stack):
+    """Setup command bodies, env values and file data are confidential: the Environment item keeps them
+    KMS-sealed (envelope, context tenant + Environment), never packed plaintext, for a Session's own
+    Environment and for one made with environments.create; a copy onto another Environment never opens."""
+    from agents_core import environments
+    from agents_core.vault_crypto import SecretUnavailable, default_sealer
+
+    session = hosted_session(client, None, setup_commands=[{"command": "echo SEALED-BODY"}], env={"K": "SEALED-VALUE"})
+    made = client.beta.agents.environments.create(environment={
+        "type": "openai_hosted", "setup_commands": [{"command": "echo SEALED-TOO"}]})
+    for env_id, secret in ((session.environment.id, "SEALED-BODY"), (made.id, "SEALED-TOO")):
+        item = env_item(stack, env_id)
+        assert "preparation" not in item and set(item["preparation_sealed"]) == {"key", "nonce", "data"}
+        raw = json.dumps(item, default=lambda v: str(v) if not hasattr(v, "value") and not isinstance(v, bytes)
+                         else bytes(getattr(v, "value", v)).decode("latin-1"))
+        assert secret not in raw
+        opened = default_sealer().open(item["preparation_sealed"], environments.preparation_context("tenant-a", env_id))
+        assert secret in opened
+        with pytest.raises(SecretUnavailable):
+            default_sealer().open(item["preparation_sealed"], environments.preparation_context("tenant-b", env_id))
+    with pytest.raises(SecretUnavailable):  # a sealed preparation copied onto another Environment
+        default_sealer().open(env_item(stack, session.environment.id)["preparation_sealed"],
+                              environments.preparation_context("tenant-a", made.id))

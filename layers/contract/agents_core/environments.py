@@ -34,7 +34,7 @@ from .ids import new_id, now
 from .pagination import ListParams, page
 from .placement import environment_id, session_environment_id
 from .settings import get_settings
-from .store import DynamoStore, TransactionConflict, pack, unpack
+from .store import DynamoStore, TransactionConflict, unpack
 
 TYPES = ("openai_hosted", "self_hosted")
 ENROLLMENT_PREFIX = "enr-"
@@ -509,21 +509,34 @@ def preparation(store: DynamoStore, tenant: str, env_id: str) -> dict[str, Any]:
     """What a hosted Runtime prepares the Environment from (confidential: setup command bodies, env
     values and file data travel only in `turn.start` to the Runtime that claimed the Turn)."""
     env = store.get(env_key(tenant, env_id))
-    if env is None or not env.get("preparation"):
+    if env is None or not (env.get("preparation_sealed") or env.get("preparation")):
         return dict(EMPTY_PREPARATION)
-    return jsonutil.loads(unpack(env["preparation"]))
+    if env.get("preparation_sealed"):
+        from .vault_crypto import default_sealer
+
+        return jsonutil.loads(default_sealer().open(env["preparation_sealed"], preparation_context(tenant, env_id)))
+    return jsonutil.loads(unpack(env["preparation"]))  # stored before preparations were sealed
 
 
 # ---- hosted Environments: creation, and Sessions that name one ---------------------------------------
 
-def _hosted_fields(environment: dict[str, Any], requested: Any) -> dict[str, Any]:
+def preparation_context(tenant: str, env_id: str) -> dict[str, str]:
+    """The KMS encryption context of an Environment's preparation: it opens for that Environment only."""
+    return {"tenant": tenant, "environment_id": env_id, "secret": "hosted_preparation"}
+
+
+def _hosted_fields(environment: dict[str, Any], requested: Any, tenant: str, env_id: str) -> dict[str, Any]:
     """What an openai_hosted Environment item keeps: its public configuration (reads, and the snapshot of
-    each Session that names it) and, packed apart, its confidential preparation (never read back out
-    except into a claimed Turn's `turn.start`)."""
+    each Session that names it) and, sealed apart (KMS envelope, `vault_crypto`: setup command bodies, env
+    values and file data are confidential), its preparation, opened only by Dispatch into a claimed
+    Turn's `turn.start`."""
     from agents_contract import hosted
 
+    from .vault_crypto import default_sealer
+
     public = {k: v for k, v in environment.items() if k != "id"}
-    return {"config": jsonutil.dumps(public), "preparation": pack(jsonutil.dumps(hosted.preparation(requested)))}
+    sealed = default_sealer().seal(jsonutil.dumps(hosted.preparation(requested)), preparation_context(tenant, env_id))
+    return {"config": jsonutil.dumps(public), "preparation_sealed": sealed}
 
 
 def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
@@ -550,7 +563,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
             "type": "openai_hosted", "session_id": None, "status": "pending", "created_at": now(),
             "workspace_directory": environment["workspace_directory"],
             "GSI1PK": f"T#{tenant}#ENVS#openai_hosted", "GSI1SK": env_id, "vault_ids": vault_ids,
-            **_hosted_fields(environment, request.environment)}
+            **_hosted_fields(environment, request.environment, tenant, env_id)}
     store.put(item, condition="attribute_not_exists(PK)")
     return resource(item)
 
@@ -601,7 +614,7 @@ def write_for_session(tx: Any, draft: engine.Draft, environment: dict[str, Any],
     if item is None:
         return
     if item["type"] == "openai_hosted":
-        item.update(_hosted_fields(environment, requested))
+        item.update(_hosted_fields(environment, requested, draft.tenant, item["id"]))
         if host:
             item["host_id"] = host
     tx.put(item, "attribute_not_exists(PK)")
