@@ -318,6 +318,8 @@ class LocalStack:
                     "--state-dir", str(state / "runtime-state")]
             for harness in config.native_harnesses:
                 argv += ["--harness", harness]
+            if "codex" in config.native_harnesses:  # it hosts `codex exec-server --remote <remote_url>` too
+                argv += ["--executor-listen", "127.0.0.1:0"]
             self.native_runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603
         info["native_harnesses"] = list(config.native_harnesses)
         self._start_hosted_runtime(info, env, common)
