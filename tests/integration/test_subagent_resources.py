@@ -260,3 +260,22 @@ def test_a_child_item_finished_in_a_later_message_stays_the_childs_and_its_delta
     # The root's structured output needs the root's own final answer: a child's is not it.
     wait_for(lambda: turn_status(client, session.id, route["turn_id"]) in ("completed", "failed"))
     assert turn_status(client, session.id, route["turn_id"]) == "failed"
+
+
+def test_a_subagent_stays_active_across_root_turns_and_runs_a_child_turn_in_the_next_one(client, raw, stack):
+    sessions = client.beta.agents.sessions
+    session, first = opened_turn(client, raw, stack)
+    raw.observe(first, "turn.subagent.opened", subagent_id="worker", name="worker")
+    acked(raw, first["turn_id"], raw.observe(first, "turn.completed"))
+    wait_for(lambda: sessions.retrieve(session.id).status == "idle")
+    sessions.events.create(session.id, events=[{"type": "agent.session.input.message", "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": "sleep 30"}]}]}])
+    second = raw.start()
+    raw.observe(second, "turn.subagent.turn.started", subagent_id="worker", child_turn_id="w-2")
+    raw.observe(second, "turn.subagent.turn.ended", child_turn_id="w-2", status="failed")
+    acked(raw, second["turn_id"], raw.observe(second, "turn.subagent.closed", subagent_id="worker"))
+    subagent = sessions.subagents.list(session.id).data[0]
+    assert (subagent.name, subagent.status) == ("worker", "closed")
+    child = sessions.subagents.turns.list(subagent.id, session_id=session.id).data
+    assert [(t.status, t.error.code if t.error else None) for t in child] == [("failed", "internal_error")]
+    assert len(sessions.turns.list(session.id).data) == 2 and raw.errors() == []
