@@ -496,3 +496,19 @@ def test_the_preparation_is_sealed_at_rest_and_opens_only_for_its_own_environmen
     with pytest.raises(SecretUnavailable):  # a sealed preparation copied onto another Environment
         default_sealer().open(env_item(stack, session.environment.id)["preparation_sealed"],
                               environments.preparation_context("tenant-a", made.id))
+
+
+def test_a_preparation_that_does_not_open_fails_the_turn_before_it_starts(client, stack):
+    session = hosted_session(client, "say hi", setup_commands=[{"command": "true"}])
+    env_id = session.environment.id
+    item = env_item(stack, env_id)
+    sealed = dict(item["preparation_sealed"])
+    sealed["data"] = bytes(getattr(sealed["data"], "value", sealed["data"]))[:-1] + b"\x00"  # tampered
+    stack.store.put({**item, "preparation_sealed": sealed})
+    hosted = HostedRuntime(stack, "host-a")
+    hosted.welcome()
+    turn = client.beta.agents.sessions.turns.list(session.id).data[0]
+    wait_turn(client, session.id, turn.id, "failed")
+    failed = client.beta.agents.sessions.turns.retrieve(turn.id, session_id=session.id)
+    assert "preparation could not be opened" in json.dumps(failed.model_extra)
+    assert not [f for f in hosted.frames if f.get("type") == "turn.start"]

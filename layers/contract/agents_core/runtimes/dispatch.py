@@ -12,6 +12,7 @@ from ..aws import Messenger, Workflow
 from ..ids import now
 from ..observability import logger
 from ..store import DynamoStore, item_sk, session_pk, unpack
+from ..vault_crypto import SecretUnavailable
 from .connections import conn_key, eligible_runtimes
 
 # ---- claiming Turns ------------------------------------------------------------------------------
@@ -206,7 +207,13 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
                                         names={"#st": "status"},
                                         values={":t": task_token, ":c": "completed", ":f": "failed", ":x": "cancelled"})
     store.transact(tx)
-    message = start_message(store, tenant, session_id, turn_id, session, engine.TurnState.from_item(item))
+    try:
+        message = start_message(store, tenant, session_id, turn_id, session, engine.TurnState.from_item(item))
+    except SecretUnavailable:  # a hosted Environment's sealed preparation does not open (key disabled, tampered)
+        fail_unstarted(store, tenant, session_id, turn_id, task_token,
+                       "The Environment's preparation could not be opened (its KMS key is unavailable); the Turn "
+                       "did not start.")
+        return
     try:
         credentials = mcp_credentials(store, tenant, session_id, session)
     except CredentialUnavailable as exc:
