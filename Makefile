@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 SAM_VENV := .venv-sam
 SAM := $(SAM_VENV)/bin/sam
 STAMP := $(VENV)/.installed
+TEST_WORKERS ?= 2
 
 .PHONY: dev test lint browser sandbox asl unit integration e2e bench build deploy validate clean sam-cli
 
@@ -19,8 +20,12 @@ node_modules/.installed: package.json
 	touch node_modules/.installed
 
 ## test: lint (ruff, cfn-lint, sam validate when installed, asl-validator) then every test
+# It writes bytecode even where the environment sets PYTHONDONTWRITEBYTECODE (an empty value is unset): otherwise
+# every pytest process rewrites the assertions of ~430 plugin modules again (schemathesis, hypothesis: ~5 s
+# each) and every stack and Runtime process compiles ours again. The files are .gitignored.
+test: export PYTHONDONTWRITEBYTECODE =
 test: lint browser sandbox
-	$(PY) -m pytest -n 2 --dist loadfile --durations=15 --cov=agents_contract --cov-report=term --cov-fail-under=95
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 --cov=agents_contract --cov-report=term --cov-fail-under=95
 
 ## browser: Debian's chromium for the dashboard test, installed where this machine allows it
 browser:
