@@ -249,3 +249,27 @@ def test_selection_answers_over_http(client, tickets):
     with pytest.raises(openai.NotFoundError):
         client.beta.agents.sessions.create(environment={"type": "none"}, vault_ids=["vault_nope"], input="say hi",
                                            agent={"model": "gpt-5", "tools": [tool(tickets.url)]})
+
+
+def test_sse_events_carry_the_mcp_call_and_no_secret(client, tickets):
+    """The scripted harness (no native engine) calls the server as a real MCP client with the Vault bearer;
+    the streamed create's events show the mcp_call and never the token."""
+    vault = client.beta.agents.vaults.create()
+    client.beta.agents.vaults.credentials.create(vault.id, name="t", auth={
+        "type": "static_bearer", "mcp_server_url": tickets.url, "token": TOKEN})
+    tickets.seen.clear()
+    stream = client.beta.agents.sessions.create(
+        environment={"type": "none"}, vault_ids=[vault.id], agent={"model": "gpt-5", "tools": [tool(tickets.url)]},
+        input='mcp tickets lookup_ticket {"id": "3"}\nsay done', stream=True,
+        extra_body={"x_agents_core": {"harness": "scripted"}})
+    events = []
+    for event in stream:
+        events.append(event.to_json())
+        if event.type in ("agent.session.idle", "agent.session.failed") and len(events) > 1:
+            break
+    stream.close()
+    text = "\n".join(events)
+    assert '"agent.session.idle"' in text and '"mcp_call"' in text and "ticket 3: open" in text
+    assert "ok" in tickets.seen and "missing" not in tickets.seen
+    for secret in SECRETS:
+        assert secret not in text
