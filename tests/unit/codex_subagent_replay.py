@@ -8,7 +8,8 @@ both threads share one stream (Codex does not filter them by thread).
 
 Scenarios (FAKE_CODEX_SCENARIO): `subagent` (the round trip), `subagent_cancel` (the caller cancels while the
 child's call is pending: the child's turn interrupted fails its call, the root's ends interrupted),
-`stranger` (a thread nobody spawned talks on the same stream). Requests go to FAKE_CODEX_LOG.
+`stranger` (a thread nobody spawned talks on the same stream), `detached` (no wait_agent: the root turn
+completes while the child runs; its call arrives after). Requests go to FAKE_CODEX_LOG.
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def main() -> int:
             call_completed("completed", request["result"]["contentItems"], request["result"]["success"])
             message(CHILD, CHILD_TURN, "msg_child", "child done", "final_answer")
             turn_completed(CHILD, CHILD_TURN, "completed")
+            if SCENARIO == "detached":  # the root already completed: the child was the last thing running
+                continue
             collab("wait", "completed", [CHILD], "item/completed")
             message(ROOT, ROOT_TURN, "msg_root", "root done", "final_answer")
             turn_completed(ROOT, ROOT_TURN, "completed")
@@ -103,7 +106,11 @@ def main() -> int:
             note("thread/status/changed", threadId=CHILD, status={"type": "active"})
             note("turn/started", threadId=CHILD, turn={"id": CHILD_TURN, "rootTurnId": ROOT_TURN,
                                                        "status": "inProgress"})
-            collab("wait", "inProgress", [CHILD], "item/started")
+            if SCENARIO == "detached":  # no wait_agent: the root turn completes while the child runs
+                message(ROOT, ROOT_TURN, "msg_root", "root done", "final_answer")
+                turn_completed(ROOT, ROOT_TURN, "completed")
+            else:
+                collab("wait", "inProgress", [CHILD], "item/started")
             message(CHILD, CHILD_TURN, "msg_child_c", "checking", "commentary")
             out({"method": "item/tool/call", "id": 0, "params": {"threadId": CHILD, "turnId": CHILD_TURN,
                                                                  "callId": CALL, "namespace": None,

@@ -97,3 +97,19 @@ def test_a_thread_this_turn_does_not_run_is_never_published_as_the_roots(replay)
     while not (declined := [m for m in exchange(log) if m.get("id") == 7 and "error" in m]) and time.time() < end:
         time.sleep(0.02)
     assert declined and "not available" in declined[0]["error"]["message"]
+
+
+def test_a_root_turn_that_completes_while_its_child_runs_ends_when_the_child_does(replay):
+    """"Without wait_agent the root turn can complete while a child still runs; the child's later calls still
+    arrive": the Turn stays open for them."""
+    driver, log = replay("detached")
+    handle, channel, recorder = run(driver, multi_agent_start())
+    call = recorder.wait("turn.function_call")
+    assert call["child_turn_id"] == "turn-child" and "turn.completed" not in recorder.actions()
+    handle.deliver_result("call_child_1", {"success": True, "output": "sunny"})
+    assert channel.done.wait(10)
+    actions = recorder.actions()
+    assert actions[-3:] == ["turn.item.done", "turn.subagent.turn.ended", "turn.completed"]
+    assert "turn.call.abandoned" not in actions and "turn.tool_result.applied" in actions
+    done = [m["item"] for m in recorder.sent if m["action"] == "turn.item.done" and "child_turn_id" not in m]
+    assert done[-1]["content"][0]["text"] == "root done" and done[-1]["phase"] == "final_answer"

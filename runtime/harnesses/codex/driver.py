@@ -424,6 +424,8 @@ class CodexTurn(NativeTurn):
         self.children: dict[str, Optional[str]] = {}  # child thread -> its open native turn (None between turns)
         self.closed_children: set[str] = set()
         self.call_child: dict[str, str] = {}  # a child's pending call -> its native child turn
+        # The root turn completed while children still ran (no wait_agent): the Turn ends when they do.
+        self.root_done: Optional[dict[str, Any]] = None
 
     # -- the Turn --------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -584,6 +586,9 @@ class CodexTurn(NativeTurn):
                     self.channel.emit("turn.call.abandoned", call_id=call_id)
         self.children[thread] = None
         self.channel.emit("turn.subagent.turn.ended", child_turn_id=turn_id, status=status)
+        if self.root_done is not None and all(t is None for t in self.children.values()):
+            root, self.root_done = self.root_done, None
+            self._completed({**root, "status": "interrupted"} if self.cancel_requested else root)
 
     def _child_notification(self, thread: str, method: str, params: dict[str, Any]) -> None:
         """A child thread's notification: published as the child's, never as the root's."""
@@ -671,6 +676,10 @@ class CodexTurn(NativeTurn):
 
     def _completed(self, turn: dict[str, Any]) -> None:
         status = turn.get("status")
+        if status == "completed" and any(t is not None for t in self.children.values()):
+            self._release_held("final_answer")
+            self.root_done = turn  # a child still runs (its later calls still arrive): wait for it
+            return
         for call_id in list(self.calls):  # calls the turn ended without completing
             self.calls.pop(call_id)
             self.channel.emit("turn.call.abandoned", call_id=call_id)
