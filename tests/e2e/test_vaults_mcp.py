@@ -273,3 +273,18 @@ def test_sse_events_carry_the_mcp_call_and_no_secret(client, tickets):
     assert "ok" in tickets.seen and "missing" not in tickets.seen
     for secret in SECRETS:
         assert secret not in text
+
+
+def test_allowed_tools_hides_the_other_tools_under_codex(client, tickets, codex):
+    vault = client.beta.agents.vaults.create()
+    client.beta.agents.vaults.credentials.create(vault.id, name="t", auth={
+        "type": "static_bearer", "mcp_server_url": tickets.url, "token": TOKEN})
+    marker = uuid.uuid4().hex[:8]
+    session, turn = run(client, "codex", vault.id, tickets.url,
+                        f'mcp tickets fail_ticket {{"id": "{marker}"}}\nsay done', allowed_tools=["lookup_ticket"])
+    assert turn.status == "completed", turn.model_extra
+    assert mcp_calls(client, session.id) == []  # not offered: Codex answers the model "unsupported call"
+    assert not [c for c in tickets.calls if (c["arguments"] or {}).get("id") == marker]
+    offered = [r["body"] for r in codex.requests() if marker in json.dumps(r["body"].get("input"))]
+    namespaces = [t for t in offered[0].get("tools") or [] if t.get("name") == "mcp__tickets"]
+    assert [t["name"] for t in namespaces[0]["tools"]] == ["lookup_ticket"]

@@ -276,3 +276,24 @@ def test_the_scripted_harness_calls_the_mcp_server_with_the_vault_bearer(stack, 
     [failed] = [i for i in client.beta.agents.sessions.items.list(anonymous.id) if i.type == "mcp_call"]
     assert failed.status == "failed" and "MCP server 'tickets' failed" in failed.error
     assert TOKEN not in _dump(scan(stack.dynamodb))
+
+
+def test_an_undecryptable_credential_fails_the_turn(stack, client, runtime):  # noqa: F811
+    """A sealed secret moved onto another credential (or tampered with) never opens: the encryption
+    context and the AES-GCM tag both name its owner. The Turn fails saying so; it never runs anonymous."""
+    vault = client.beta.agents.vaults.create()
+    one = client.beta.agents.vaults.credentials.create(vault.id, name="a", auth={
+        "type": "static_bearer", "mcp_server_url": URL, "token": TOKEN})
+    two = client.beta.agents.vaults.credentials.create(vault.id, name="b", auth={
+        "type": "static_bearer", "mcp_server_url": "https://two.example/mcp", "token": "sb-other-token"})
+    store = stack.store
+    first = store.get(core_vaults.credential_key("tenant-a", vault.id, one.id))
+    second = store.get(core_vaults.credential_key("tenant-a", vault.id, two.id))
+    store.put({**first, "sealed": second["sealed"]})  # another credential's sealed token
+    session = client.beta.agents.sessions.create(environment={"type": "none"}, vault_ids=[vault.id],
+                                                 agent={"model": "gpt-5", "tools": [_tool()]}, input="say hi")
+    [turn] = _settled(client, session.id)
+    assert turn.status == "failed"
+    assert turn.to_dict()["x_agents_core"]["error"]["message"] == \
+        f"MCP server 'tickets': The MCP credential {one.id} could not be decrypted."
+    assert _starts(runtime, session.id) == []

@@ -269,6 +269,7 @@ class ClaudeSession:
         self.lock = asyncio.Lock()
         self._owner: Optional[asyncio.Task[None]] = None
         self._stop: Optional[asyncio.Event] = None
+        self._bearers: dict[str, str] = {}  # the Vault bearers the running CLI was started with
         self._idle: Optional[asyncio.TimerHandle] = None
 
     # -- state -------------------------------------------------------------------------------------
@@ -285,8 +286,12 @@ class ClaudeSession:
 
     # -- the client --------------------------------------------------------------------------------
     async def _ensure(self, start: dict[str, Any]) -> Any:
+        bearers = bearer_variables(start)[1]
+        if self.client is not None and self._owner is not None and not self._owner.done() and bearers != self._bearers:
+            await self.stop()  # a refreshed or rotated bearer: a new CLI resumes the native session
         if self.client is not None and self._owner is not None and not self._owner.done():
             return self.client
+        self._bearers = bearers
         options = sdk_options(start, self.driver.provider, self.functions, config_dir=self.config_dir,
                               cwd=self.cwd, binary=self.driver.binary, resume=self.native_session, box=self.box)
         connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
