@@ -279,3 +279,15 @@ def test_a_subagent_stays_active_across_root_turns_and_runs_a_child_turn_in_the_
     child = sessions.subagents.turns.list(subagent.id, session_id=session.id).data
     assert [(t.status, t.error.code if t.error else None) for t in child] == [("failed", "internal_error")]
     assert len(sessions.turns.list(session.id).data) == 2 and raw.errors() == []
+
+
+def test_an_id_longer_than_any_core_assigns_is_a_404(client, runtime):
+    sessions = client.beta.agents.sessions
+    session = session_with(client, "say hello")
+    wait_for(lambda: sessions.retrieve(session.id).status == "idle")
+    long = "x" * 1500  # DynamoDB refuses a sort key over 1024 bytes: never sent to it
+    for call in (lambda: sessions.subagents.retrieve(long, session_id=session.id),
+                 lambda: sessions.subagents.list(session.id, after=long),
+                 lambda: sessions.subagents.turns.list(long, session_id=session.id),
+                 lambda: sessions.subagents.turns.retrieve(long, session_id=session.id, subagent_id="subagent_x")):
+        not_found(call)

@@ -219,12 +219,21 @@ def end_children(draft: engine.Draft, turn: engine.TurnState, status: str) -> No
 
 # ---- reads ---------------------------------------------------------------------------------------
 
+MAX_PUBLIC_ID = 256  # no id Core assigns is longer; a longer one names nothing (and never reaches a key)
+
+
+def _known(*ids: Optional[str]) -> None:
+    if any(i is not None and len(i) > MAX_PUBLIC_ID for i in ids):
+        raise NotFound()
+
+
 def _load_session(store: DynamoStore, tenant: str, session_id: str) -> None:
     if store.get({"PK": session_pk(tenant, session_id), "SK": "S"}) is None:
         raise NotFound()
 
 
 def retrieve(store: DynamoStore, tenant: str, session_id: str, subagent_id: str) -> dict[str, Any]:
+    _known(session_id, subagent_id)
     row = store.get(subagent_key(tenant, session_id, subagent_id))
     if row is None:
         raise NotFound()
@@ -232,6 +241,7 @@ def retrieve(store: DynamoStore, tenant: str, session_id: str, subagent_id: str)
 
 
 def list_page(store: DynamoStore, tenant: str, session_id: str, params: ListParams) -> dict[str, Any]:
+    _known(session_id, params.after)
     _load_session(store, tenant, session_id)
     after = f"SUBAGENT#{params.after}" if params.after else None
     if after is not None and store.get({"PK": session_pk(tenant, session_id), "SK": after}) is None:
@@ -242,6 +252,7 @@ def list_page(store: DynamoStore, tenant: str, session_id: str, params: ListPara
 
 
 def retrieve_turn(store: DynamoStore, tenant: str, session_id: str, subagent_id: str, turn_id: str) -> dict[str, Any]:
+    _known(session_id, subagent_id, turn_id)
     row = store.get(child_turn_key(tenant, session_id, subagent_id, turn_id))
     if row is None:
         raise NotFound()
@@ -251,6 +262,7 @@ def retrieve_turn(store: DynamoStore, tenant: str, session_id: str, subagent_id:
 def list_turns(store: DynamoStore, tenant: str, session_id: str, subagent_id: str,
                params: ListParams) -> dict[str, Any]:
     retrieve(store, tenant, session_id, subagent_id)
+    _known(params.after)
     prefix = f"CTURN#{subagent_id}#"
     after = prefix + params.after if params.after else None
     if after is not None and store.get({"PK": session_pk(tenant, session_id), "SK": after}) is None:
