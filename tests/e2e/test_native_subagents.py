@@ -128,3 +128,32 @@ def test_a_claude_code_child_agent_on_a_workspace_is_answered_by_the_sdk_stream_
         assert children  # the child's model requests are marked as the child's
     finally:
         machine.stop()
+
+
+def test_cancel_while_a_claude_code_childs_call_is_pending_abandons_it(local_stack, runtime_process, tmp_path):
+    client = tenant_client(local_stack, "acme-claude-subagent-cancel")
+    sessions = client.beta.agents.sessions
+    session = sessions.create(environment={"type": "self_hosted", "workspace_directory": str(tmp_path)},
+                              agent={"model": "claude-sonnet-4-5", "tools": [FN], "multi_agent": {"enabled": True}},
+                              extra_body={"x_agents_core": {"harness": "claude_code"}})
+    root = tmp_path / "machine"
+    root.mkdir()
+    machine = EnrolledRuntime(root, "claude_code", native=True)
+    machine.connect(client, session, str(tmp_path))
+    try:
+        sessions.events.create(session.id, events=[{"type": "agent.session.input.message", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": SCRIPT}]}]}])
+        action = wait_for(lambda: sessions.retrieve(session.id).required_actions, timeout=60)[0]
+        subagent = sessions.subagents.list(session.id).data[0]
+        child = sessions.subagents.turns.list(subagent.id, session_id=session.id).data[0]
+        sessions.events.create(session.id, events=[{"type": "agent.session.input.cancel"}])
+        wait_for(lambda: sessions.turns.retrieve(action.turn_id, session_id=session.id).status == "cancelled"
+                 and sessions.retrieve(session.id).status == "idle", timeout=60)
+        assert sessions.subagents.turns.retrieve(child.id, session_id=session.id,
+                                                 subagent_id=subagent.id).status == "cancelled"
+        with pytest.raises(openai.ConflictError):
+            sessions.events.create(session.id, events=[{"type": "agent.session.input.tool_result",
+                                                        "turn_id": child.id, "call_id": action.call_id,
+                                                        "success": True, "output": "late"}])
+    finally:
+        machine.stop()
