@@ -157,3 +157,26 @@ def test_cancel_while_a_claude_code_childs_call_is_pending_abandons_it(local_sta
                                                         "success": True, "output": "late"}])
     finally:
         machine.stop()
+
+
+def test_with_multi_agent_off_claude_codes_model_is_offered_no_agent_tool_on_a_workspace(local_stack, runtime_process,
+                                                                                        tmp_path):
+    client = tenant_client(local_stack, "acme-claude-no-subagents")
+    sessions = client.beta.agents.sessions
+    session = sessions.create(environment={"type": "self_hosted", "workspace_directory": str(tmp_path)},
+                              agent={"model": "claude-sonnet-4-5", "tools": [FN]},  # multi_agent off (the default)
+                              extra_body={"x_agents_core": {"harness": "claude_code"}})
+    root = tmp_path / "machine"
+    root.mkdir()
+    machine = EnrolledRuntime(root, "claude_code", native=True)
+    machine.connect(client, session, str(tmp_path))
+    try:
+        sessions.events.create(session.id, events=[{"type": "agent.session.input.message", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "say no children here"}]}]}])
+        wait_for(lambda: sessions.retrieve(session.id).status == "idle"
+                 and sessions.turns.list(session.id).data, timeout=60)
+        sent = [r for r in machine.requests() if "no children here" in json.dumps(r["body"])]
+        names = {t.get("name") for r in sent for t in r["body"].get("tools") or []}
+        assert sent and "Bash" in names and not {"Agent", "Task"} & names
+    finally:
+        machine.stop()
