@@ -181,7 +181,10 @@ def test_a_rotated_token_is_used_by_the_next_session(client, tickets, codex):
         tickets.accepted = TOKEN
 
 
-@pytest.mark.parametrize("harness, says", [("codex", "tickets"), ("claude_code", "Required MCP server 'tickets'")])
+@pytest.mark.parametrize("harness, says", [
+    ("codex", "Required MCP server 'tickets' did not start: the server refused the credential (HTTP 401)."),
+    ("claude_code", "Required MCP server 'tickets' did not connect: Server rejected the configured Authorization header "
+                    "(HTTP 401)")])
 def test_a_wrong_token_fails_a_required_server_with_a_clear_error(client, tickets, codex, claude, harness, says):
     vault = client.beta.agents.vaults.create()
     client.beta.agents.vaults.credentials.create(vault.id, name="t", auth={

@@ -93,3 +93,23 @@ def test_codex_waits_for_declared_servers_to_start_before_the_first_turn():
 
     waited, status = asyncio.run(scenario())
     assert 0.09 < waited < 5 and status["a"]["status"] == "ready" and status["b"]["status"] == "failed"
+
+
+def test_a_required_server_that_did_not_start_is_named_with_its_reason():
+    from runtime.harnesses.codex.driver import readable_error
+
+    native = ("4: error creating thread: Fatal error: Failed to initialize session: required MCP servers failed to "
+              "initialize: tickets: handshaking with MCP server failed: Send message error Transport [codex_rmcp_client"
+              "::event_notification_transport::EventNotificationTransport<rmcp::transport::worker::WorkerTransport<...>>]"
+              " error: Client error: HTTP 401 Unauthorized")
+    assert readable_error(native) == \
+        "Required MCP server 'tickets' did not start: the server refused the credential (HTTP 401)."
+    assert readable_error("required MCP servers failed to initialize: docs: MCP_TOKEN is not set") == \
+        "Required MCP server 'docs' did not start: its bearer variable is not set."
+    assert readable_error("something else") == "something else"
+    real = ("4: error creating thread: required MCP servers failed to initialize: tickets: handshaking with MCP server "
+            "failed: Send message error Transport [codex_rmcp_client::X<rmcp::Y>] error: Auth required, when send "
+            "initialize request")  # Codex 0.163.0 on a 401 with WWW-Authenticate
+    assert readable_error(real).endswith("the server refused the credential (HTTP 401).")
+    odd = "required MCP servers failed to initialize: t: handshake failed: Transport [a::B<c::D>] error: EOF"
+    assert readable_error(odd) == "Required MCP server 't' did not start: handshake failed: Transport error: EOF."

@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import uuid
@@ -354,7 +355,7 @@ class CodexSession:
             try:
                 await turn.run()
             except (AdapterError, RpcError, ProcessExited, OSError, TimeoutError) as exc:
-                turn.channel.finish("turn.failed", error={"message": str(exc)[:400]})
+                turn.channel.finish("turn.failed", error={"message": readable_error(str(exc))})
             except Exception as exc:  # noqa: BLE001 - a driver bug fails this Turn only
                 log.exception("codex turn %s failed", turn.channel.turn_id)
                 turn.channel.finish("turn.failed", error={"message": f"The Codex driver failed: {exc}"[:400]})
@@ -698,6 +699,30 @@ class CodexTurn(NativeTurn):
                        or "Codex failed the Turn.")
             self.channel.finish("turn.failed", error={"message": str(message)[:400]})
         self.finished.set()
+
+
+_REQUIRED_FAILED = re.compile(r"required MCP servers failed to initialize: ([^:]+):(.*)", re.S)
+# What Codex's errors say about a server that did not start, by substring (they also hold long Rust type names).
+_MCP_REASONS = (("Auth required", "the server refused the credential (HTTP 401)"),
+                ("HTTP 401", "the server refused the credential (HTTP 401)"),
+                ("401 Unauthorized", "the server refused the credential (HTTP 401)"),
+                ("HTTP 403", "the server refused the credential (HTTP 403)"),
+                ("is not set", "its bearer variable is not set"),
+                ("Connection refused", "the connection was refused"),
+                ("timed out", "it did not answer in time"),
+                ("HTTP 404", "the URL was not found (HTTP 404)"))
+
+
+def readable_error(text: str) -> str:
+    """A start failure as the Turn's error: a required MCP server that did not start is named with the
+    reason, not Codex's transport type names."""
+    found = _REQUIRED_FAILED.search(text)
+    if found is None:
+        return text[:400]
+    label, detail = found.group(1).strip(), found.group(2)
+    plain = " ".join(re.sub(r"\[[^\]]*\]", "", detail).split())  # without the transport's type names
+    reason = next((why for key, why in _MCP_REASONS if key in detail), plain[:200] or "it could not be started")
+    return f"Required MCP server '{label}' did not start: {reason}."
 
 
 def _mcp_item(item: dict[str, Any], status: str) -> dict[str, Any]:
