@@ -12,8 +12,9 @@ joins and `executor.disconnected` when it is gone past a grace (it reconnects ~0
 
 One exec-server connection serves one app-server connection, once: when either side closes, the other is
 closed too, so the exec-server reconnects with a fresh JSON-RPC session for the next app-server (its
-`initialize` cannot be repeated on a used connection). A handshake for a registration this host does not
-expect (a restarted Runtime) is answered 409, which makes the exec-server register again.
+`initialize` cannot be repeated on a used connection). A registration's token admits one connection: the
+reconnection's handshake is answered 409, which makes the exec-server register again, so Core checks its
+key each time (and a restarted Runtime, which expects nothing, is joined the same way).
 
 Limits measured on the pinned exec-server (direct mode): a message from the harness to the exec-server of
 about 8.9 KB or more drops its connection (the other direction carried 416 KB), so a large write (an
@@ -39,6 +40,7 @@ log = logging.getLogger("runtime.executor")
 
 GRACE_SECONDS = 5.0  # an exec-server that does not come back within this is reported gone
 APP_WAIT_SECONDS = 15.0  # an app-server waits this long for a fresh exec-server connection
+REREGISTER_AFTER = 1.1  # X-Amz-Date has 1 s resolution: a registration again comes in a later second
 
 
 @dataclass
@@ -70,6 +72,7 @@ class ExecutorHub:
         self.grace_seconds = grace_seconds
         self.app_secret = secrets.token_urlsafe(24)  # the app-server's endpoint is this Runtime's own
         self.expected: dict[str, _Expected] = {}
+        self.spent: dict[str, float] = {}  # registration -> when its token was used (its reconnection's 409)
         self.links: dict[str, _Link] = {}  # environment id -> link
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -165,6 +168,11 @@ class ExecutorHub:
         if len(segments) >= 2 and segments[-2] == "executor":
             expected = self.expected.get(segments[-1])
             if expected is None:  # not (or no longer) expected here: the exec-server registers again
+                # ... in a later second than its last registration: the same request signed in the same
+                # second is byte for byte the same signature, which Core's replay guard refuses.
+                used = self.spent.pop(segments[-1], None)
+                if used is not None:
+                    await asyncio.sleep(max(0.0, used + REREGISTER_AFTER - self.loop.time()))
                 return connection.respond(409, "Register again\n")
             token = query.get("token", [""])[0]
             if not hmac.compare_digest(hashlib.sha256(token.encode()).hexdigest(), expected.token_sha256):
@@ -180,12 +188,18 @@ class ExecutorHub:
             await self._exec(ws, self.expected[segments[-1]])
 
     async def _exec(self, ws: Any, expected: _Expected) -> None:
+        # The token serves this connection only: a reconnection registers again (a 409 here), so the registry
+        # checks the key every time (a replaced or revoked key ends the exec-server).
+        self.expected.pop(expected.registration_id, None)
+        if len(self.spent) > 10_000:
+            self.spent.clear()
+        self.spent[expected.registration_id] = self.loop.time()
         link = self.links.get(expected.environment_id)
-        if link is None or link.registration_id != expected.registration_id:
-            if link is not None and link.exec_ws is not None:
-                await link.exec_ws.close(1000, "registered again")
+        if link is None:
             link = self.links[expected.environment_id] = _Link(expected.registration_id)
-        elif link.exec_ws is not None:
+        if link.registration_id != expected.registration_id:
+            link.registration_id, link.reported = expected.registration_id, False  # Core hears the new one
+        if link.exec_ws is not None:
             await link.exec_ws.close(1000, "replaced")
         link.exec_ws, link.used = ws, False
         if link.grace is not None:
@@ -205,7 +219,9 @@ class ExecutorHub:
             link.grace = self.loop.call_later(self.grace_seconds, self._gone, expected.environment_id, link)
 
     def _gone(self, env_id: str, link: _Link) -> None:
-        if link.exec_ws is None and link.reported and self.links.get(env_id) is link:
+        if link.exec_ws is None and self.links.get(env_id) is link:
+            del self.links[env_id]  # its Turns are no longer bound here
+        if link.exec_ws is None and link.reported and self.links.get(env_id) in (link, None):
             link.reported = False
             self._tell({"action": "executor.disconnected", "registration_id": link.registration_id})
             log.info("exec-server gone for %s", env_id)

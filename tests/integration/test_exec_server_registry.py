@@ -127,7 +127,7 @@ def test_the_next_enrollment_replaces_the_executor_key_and_deleting_the_session_
     client.beta.agents.sessions.delete(session.id)
     status, body = register(stack, env_id, second["access_key_id"], second["secret_access_key"])
     assert status == 403
-    assert second["access_key_id"] not in table_dump(stack)
+    assert stack.store.get(executors.key_key(second["access_key_id"])) is None  # revoked with the Session
 
 
 def test_a_signed_registration_answers_a_url_on_the_host_that_expects_its_token(client, stack, host):
@@ -233,3 +233,34 @@ def test_only_an_operator_runtime_hosts_exec_server_connections(client, stack, t
     machine.send({"action": "executor.host", "url": "ws://127.0.0.1:9/executor"})
     wait_for(lambda: [m for m in machine.inbox if m.get("type") == "error"], timeout=10)
     assert os.environ.get("REMOTE_URL") == REMOTE
+
+
+def test_a_registration_made_with_a_replaced_key_cannot_join(client, stack, host):
+    session = self_hosted(client, "say hello")
+    env_id = session.environment.id
+    key = enroll(client, env_id)["exec_server"]
+    status, body = register(stack, env_id, key["access_key_id"], key["secret_access_key"])
+    assert status == 200
+    enroll(client, env_id)  # a newer enrollment: the earlier key is gone
+    host.send({"action": "executor.connected", "registration_id": body["registration_id"]})
+    wait_for(lambda: [m for m in host.inbox if m.get("type") == "error"], timeout=10)
+    assert client.beta.agents.environments.retrieve(env_id).status == "pending"
+    assert [m for m in host.inbox if m.get("type") == "turn.start"] == []
+
+
+def test_the_host_that_served_an_environment_keeps_it(client, stack, host):
+    session = self_hosted(client)
+    env_id = session.environment.id
+    key = enroll(client, env_id)["exec_server"]
+    assert register(stack, env_id, key["access_key_id"], key["secret_access_key"])[0] == 200
+    newer = stack.connect_runtime(create_runtime_token(stack.store, "newer-host"), ["codex"])
+    wait_for(lambda: any(m.get("type") == "runtime.welcome" for m in newer.inbox), timeout=10)
+    newer.send({"action": "executor.host", "url": "ws://127.0.0.1:10/executor"})
+    wait_for(lambda: any(m.get("type") == "executor.host" for m in newer.inbox), timeout=10)
+    time.sleep(1.1)  # a new signature (X-Amz-Date has 1 s resolution; the same one again is a replay)
+    status, body = register(stack, env_id, key["access_key_id"], key["secret_access_key"])
+    assert status == 200 and body["url"].startswith("ws://127.0.0.1:9/executor/")  # not the newest host
+    other = self_hosted(client)
+    other_key = enroll(client, other.environment.id)["exec_server"]
+    status, body = register(stack, other.environment.id, other_key["access_key_id"], other_key["secret_access_key"])
+    assert status == 200 and body["url"].startswith("ws://127.0.0.1:10/executor/")  # a new one: the newest

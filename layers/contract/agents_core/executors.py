@@ -188,7 +188,7 @@ def register(store: DynamoStore, env_id: str, *, method: str, paths: list[str], 
         raise AgentsError(f"This deployment serves the '{TRANSPORT}' transport (--remote-transport direct).",
                           param="transport")
     registration_id = new_id("xreg")
-    url = (announce or executor_url)(store, env, registration_id)
+    url = (announce or executor_url)(store, {**env, "exec_key_id": key["PK"].removeprefix("EXECKEY#")}, registration_id)
     return {"environment_id": env_id, "transport": TRANSPORT, "registration_id": registration_id, "url": url}
 
 
@@ -242,11 +242,15 @@ def executor_url(store: DynamoStore, env: dict[str, Any], registration_id: str, 
     from .aws import ConnectionGone, default_messenger
 
     hosts = store.query(pk=host_pool(), index="GSI1", limit=20, ascending=False).items
+    # Affinity: the host that served this Environment before keeps it (its Codex thread lives on its disk).
+    last = store.get(_last_host_key(env["id"]))
+    hosts.sort(key=lambda h: h["url"] != (last or {}).get("url"))
     for host in hosts:
         token = secrets.token_urlsafe(32)
         store.put({**registration_key(registration_id), "kind": "executor_registration", "tenant": env["tenant"],
                    "environment_id": env["id"], "session_id": env.get("session_id"),
-                   "connection_id": host["connection_id"], "created_at": now(), "ttl": now() + 7 * 86400})
+                   "exec_key_id": env.get("exec_key_id"), "connection_id": host["connection_id"],
+                   "created_at": now(), "ttl": now() + 7 * 86400})
         try:
             (messenger or default_messenger()).post(host["connection_id"], {
                 "type": "executor.expect", "registration_id": registration_id, "environment_id": env["id"],
@@ -255,9 +259,16 @@ def executor_url(store: DynamoStore, env: dict[str, Any], registration_id: str, 
         except ConnectionGone:
             store.delete({"PK": f"CONN#{host['connection_id']}", "SK": "XHOST"})
             continue
+        if (last or {}).get("url") != host["url"]:
+            store.put({**_last_host_key(env["id"]), "kind": "executor_affinity", "url": host["url"],
+                       "ttl": now() + 30 * 86400})
         return f"{host['url']}/{registration_id}?token={token}"
     raise NoExecutorHost("No Runtime of this deployment hosts exec-server connections now; try again shortly, or "
                          "connect this Environment with its enrollment's Runtime command.", param=None)
+
+
+def _last_host_key(env_id: str) -> dict[str, str]:
+    return {"PK": f"EXECENV#{env_id}", "SK": "H"}
 
 
 def _registration(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> dict[str, Any]:
@@ -280,15 +291,17 @@ def executor_connected(store: DynamoStore, connection_id: str, message: dict[str
     tenant, env_id = reg["tenant"], reg["environment_id"]
     env = store.get({"PK": f"T#{tenant}#ENV#{env_id}", "SK": "E"})
     declared = store.get({"PK": f"CONN#{connection_id}", "SK": f"H#{HARNESS}"})
-    if env is None or declared is None:
-        raise AgentsError("This registration's Environment is gone.", param="registration_id")
+    if env is None or declared is None or env.get("exec_key_id") != reg.get("exec_key_id"):
+        raise AgentsError("This registration's Environment is gone or its executor key was replaced.",
+                          param="registration_id")
     # Serves exactly this self_hosted Environment: the declaration is an Environment connection's
     # (`runtime_kind` enrolled, in the Environment's own pool), reached through the exec-server.
     store.put({**declared, "SK": f"H#ENV#{env_id}#{HARNESS}", "runtime_kind": "enrolled", "environment_id": env_id,
                "tenant": tenant, "via": "exec_server", "registration_id": reg["PK"].removeprefix("EXECREG#"),
                "GSI1PK": placement.runtime_pool("enrolled", HARNESS, env_id),
                "GSI1SK": f"{now():012d}#{connection_id}", "ttl": now() + 2 * 3600})
-    environments.mark_connected(store, tenant, env_id, connection_id)
+    if env.get("connection_id") != connection_id or env.get("status") != "connected":  # a re-registration: no event
+        environments.mark_connected(store, tenant, env_id, connection_id)
     return tenant, placement.queue("self_hosted", HARNESS, env_id)
 
 
