@@ -114,7 +114,7 @@ def run(client, harness, vault_id, url, script, **extra):
     session = client.beta.agents.sessions.create(
         environment={"type": "none"}, vault_ids=[vault_id], agent={"model": "gpt-5", "tools": [tool(url, **extra)]},
         input=script, extra_body={"x_agents_core": {"harness": harness}})
-    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status in ("idle", "failed"), timeout=90,
+    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status in ("idle", "failed"), timeout=180,
              interval=0.2)
     return session, client.beta.agents.sessions.turns.list(session.id).data[0]
 
