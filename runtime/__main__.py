@@ -223,8 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     client = RuntimeClient(args.url, args.token, drivers, args.heartbeat, workspace=workspace,
                            credential_file=credential_file, hosted=hosted)
     if args.executor_listen:
-        if "codex" not in args.native or workspace is not None:
-            p.error("--executor-listen needs --native codex on an operator's Runtime (not an Environment's)")
+        if "codex" not in args.native or workspace is not None or hosted is not None:
+            p.error("--executor-listen needs --native codex on an operator's shared Runtime (not an Environment's, "
+                    "not --hosted-environments)")
         from .executor import ExecutorHub
         from .harnesses.codex.executor import install
 
