@@ -291,3 +291,22 @@ def test_allowed_tools_hides_the_other_tools_under_codex(client, tickets, codex)
     offered = [r["body"] for r in codex.requests() if marker in json.dumps(r["body"].get("input"))]
     namespaces = [t for t in offered[0].get("tools") or [] if t.get("name") == "mcp__tickets"]
     assert [t["name"] for t in namespaces[0]["tools"]] == ["lookup_ticket"]
+
+
+def test_a_resumed_codex_thread_has_the_server_tools_on_its_first_turn(client, tickets, codex):
+    """A new app-server process resumes the thread (the Runtime restarted): its first turn/start waits for the
+    declared servers again, so the bearer-protected tools are there."""
+    vault = client.beta.agents.vaults.create()
+    client.beta.agents.vaults.credentials.create(vault.id, name="t", auth={
+        "type": "static_bearer", "mcp_server_url": tickets.url, "token": TOKEN})
+    session, turn = run(client, "codex", vault.id, tickets.url, "say first")
+    assert turn.status == "completed"
+    codex.stop()
+    codex.start()
+    client.beta.agents.sessions.events.create(session.id, events=[{"type": "agent.session.input.message", "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": 'mcp tickets lookup_ticket {"id": "42"}\nsay ok'}]}]}])
+    wait_for(lambda: len([t for t in client.beta.agents.sessions.turns.list(session.id)
+                          if t.status in ("completed", "failed")]) == 2, timeout=180, interval=0.2)
+    calls = mcp_calls(client, session.id)
+    assert [(c.name, c.status) for c in calls] == [("lookup_ticket", "completed")]
+    assert "ticket 42: open" in json.dumps(calls[0].output)
