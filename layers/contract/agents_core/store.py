@@ -122,6 +122,14 @@ class CommitTooLarge(InvalidRequest):
     most 100 writes and 4 MB. Answered as a 400 naming the limit (never a DynamoDB 400 -> 500)."""
 
 
+PK_BYTES, SK_BYTES = 2048, 1024  # DynamoDB's key size limits
+
+
+def oversized(key: dict[str, str]) -> bool:
+    """A key longer than DynamoDB allows: built from a caller's id, it can name no stored item."""
+    return len(str(key.get("PK", "")).encode()) > PK_BYTES or len(str(key.get("SK", "")).encode()) > SK_BYTES
+
+
 @dataclass
 class Page:
     items: list[dict[str, Any]]
@@ -212,6 +220,8 @@ class DynamoStore:
         return Transaction(self.table)
 
     def get(self, key: dict[str, str], consistent: bool = True) -> Optional[dict[str, Any]]:
+        if oversized(key):
+            return None  # no item has such a key (DynamoDB would refuse the request: a 500 for a caller's id)
         try:
             out = self.client.get_item(TableName=self.table, Key=marshal(key), ConsistentRead=consistent)
         except ClientError as exc:
@@ -240,6 +250,8 @@ class DynamoStore:
         """TransactGetItems: the items as of one instant (one request, serializable with every
         transaction); None when DynamoDB cancelled the read for a concurrent write, so the caller
         reads them another way."""
+        if any(oversized(k) for k in keys):
+            return [self.get(k) for k in keys]
         try:
             out = self.client.transact_get_items(
                 TransactItems=[{"Get": {"TableName": self.table, "Key": marshal(k)}} for k in keys])
@@ -309,6 +321,8 @@ class DynamoStore:
               filter_expression: Optional[str] = None, names: Optional[dict] = None,
               values: Optional[dict] = None, consistent: bool = False) -> Page:
         """One page of a partition (or of GSI1), `after` exclusive, at most `limit` items."""
+        if len(pk.encode()) > PK_BYTES or (after is not None and len(after.encode()) > SK_BYTES):
+            return Page([], False)  # names nothing stored (and DynamoDB would refuse the request)
         pk_name, sk_name = ("GSI1PK", "GSI1SK") if index else ("PK", "SK")
         names = {"#pk": pk_name, "#sk": sk_name, **(names or {})}
         values = {":pk": pk, **(values or {})}
