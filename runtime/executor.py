@@ -254,18 +254,24 @@ async def _fresh(link: _Link) -> None:
 
 
 async def _splice(a: Any, b: Any) -> None:
-    """Frames both ways, unchanged, until either side closes."""
-    async def pump(source: Any, sink: Any) -> None:
+    """Frames both ways, unchanged, until either side closes (logged: counts and the largest, never content)."""
+    stats = {"to_exec": [0, 0], "from_exec": [0, 0]}
+
+    async def pump(source: Any, sink: Any, name: str) -> None:
         async for frame in source:
             await sink.send(frame)
+            stats[name][0] += 1
+            stats[name][1] = max(stats[name][1], len(frame))
 
-    tasks = [asyncio.ensure_future(pump(a, b)), asyncio.ensure_future(pump(b, a))]
+    tasks = [asyncio.ensure_future(pump(a, b, "to_exec")), asyncio.ensure_future(pump(b, a, "from_exec"))]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        log.info("executor connection joined %d frames to the exec-server (largest %d bytes) and %d from it "
+                 "(largest %d bytes)", *stats["to_exec"], *stats["from_exec"])
 
 
 def _loopback(host: str) -> bool:

@@ -143,6 +143,12 @@ def test_the_stock_exec_server_runs_the_models_commands_on_its_machine(local_sta
 
         # the exec-server stops: the Environment goes offline, input waits and asks for the connection
         server.stop()
+        # ... and the file came in one frame over API Gateway's 128 KB message limit (the host logs sizes only)
+        import re
+
+        wait_for(lambda: "from it (largest" in executor_host.stderr.read_text(), timeout=10)
+        largest = max(int(m) for m in re.findall(r"from it \(largest (\d+) bytes\)", executor_host.stderr.read_text()))
+        assert largest > 128 * 1024
         wait_for(lambda: client.beta.agents.environments.retrieve(env_id).status == "disconnected", timeout=30)
         client.beta.agents.sessions.events.create(session.id, events=[message(
             'call exec_command {"cmd": "echo back > back.txt"}\nsay Back.')])
