@@ -99,6 +99,8 @@ def test_a_deleted_credential_fails_the_turn_never_anonymous(stack, client, runt
                              if t.status == "failed"])[0]
     assert turn.to_dict()["x_agents_core"]["error"]["message"] == \
         f"MCP server 'tickets': The MCP credential {cred.id} no longer exists."
+    assert (turn.error.code, turn.error.message) == \
+        ("authentication_error", f"MCP server 'tickets': The MCP credential {cred.id} no longer exists.")
     assert len(_starts(runtime, session.id)) == 1  # the second Turn never reached the Runtime: no anonymous run
     assert wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status == "failed")
 

@@ -217,8 +217,9 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
     try:
         credentials = mcp_credentials(store, tenant, session_id, session)
     except CredentialUnavailable as exc:
-        fail_unstarted(store, tenant, session_id, turn_id, task_token, str(exc))
-        return
+        fail_unstarted(store, tenant, session_id, turn_id, str(exc))
+        # The task fails (States.TaskFailed): SettleLost ends the Turn at once, as failed, keeping the reason.
+        raise TurnFailedBeforeStart(str(exc)) from None
     if credentials:
         message["mcp_credentials"] = credentials  # this Runtime, this Turn, over its connection only
     messenger.post(item["claimed_by"], message)
@@ -226,6 +227,10 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
 
 class CredentialUnavailable(Exception):
     """The Session's frozen Vault credential cannot serve this Turn (see vaults.CredentialUnavailable)."""
+
+
+class TurnFailedBeforeStart(RuntimeError):
+    """The Dispatch task fails: its Turn never reached a Runtime (the reason is on the Turn)."""
 
 
 def mcp_credentials(store: DynamoStore, tenant: str, session_id: str,
@@ -256,19 +261,19 @@ def mcp_credentials(store: DynamoStore, tenant: str, session_id: str,
     return out
 
 
-def fail_unstarted(store: DynamoStore, tenant: str, session_id: str, turn_id: str, task_token: str,
-                   message: str) -> None:
+def fail_unstarted(store: DynamoStore, tenant: str, session_id: str, turn_id: str, message: str) -> None:
     """The Turn fails before its Runtime hears of it, saying why (x_agents_core.error); the workflow's
-    Settle ends it, as after a Runtime's turn.failed."""
-    from ..aws import default_workflow
+    SettleLost ends it (Dispatch has no Step Functions rights: the state machine names Dispatch)."""
 
     def work(draft: engine.Draft) -> None:
         turn = draft.turn(turn_id)
         if turn is None or turn.status in engine.TERMINAL:
             return
-        turn.set(closing="failed", x_agents_core={**(turn.doc.get("x_agents_core") or {}), "error": {"message": message}})
+        # The SDK's customer-safe category for credentials that cannot be used; the message names the server
+        # and the credential, never a secret.
+        turn.set(closing="failed", error={"code": "authentication_error", "message": message},
+                 x_agents_core={**(turn.doc.get("x_agents_core") or {}), "error": {"message": message}})
         draft.dirty = True
 
     engine.run(store, tenant, session_id, work, turn_id=turn_id)
     logger.warning("turn failed before start: MCP credential unavailable", extra={"turn_id": turn_id})
-    default_workflow().succeed(task_token, {"status": "failed", "final_answer": None})
