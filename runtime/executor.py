@@ -227,12 +227,15 @@ class ExecutorHub:
             log.info("exec-server gone for %s", env_id)
 
     async def _app(self, ws: Any, env_id: str) -> None:
+        deadline = self.loop.time() + APP_WAIT_SECONDS
         link = self.links.get(env_id)
-        if link is None:
-            await ws.close(1011, "no exec-server for this Environment")
-            return
+        while link is None and self.loop.time() < deadline:  # re-registering (after this host's reconnect)
+            await asyncio.sleep(0.1)
+            link = self.links.get(env_id)
         try:
-            await asyncio.wait_for(_fresh(link), APP_WAIT_SECONDS)
+            if link is None:
+                raise TimeoutError
+            await asyncio.wait_for(_fresh(link), max(0.1, deadline - self.loop.time()))
         except TimeoutError:
             await ws.close(1011, "the exec-server is not connected")
             return
