@@ -347,3 +347,33 @@ def test_saved_agent_credential_id_authorizes_nothing_by_itself(client, kms):
     session = client.beta.agents.sessions.create(environment={"type": "none"}, agent_id=agent.id, input="say hi",
                                                  vault_ids=[vault.id])
     assert _tool(session).credential_id == cred.id
+
+
+def test_a_concurrent_refresh_is_used_not_repeated(client, kms, store):
+    """Two dispatches find the same expired token: the one whose commit loses uses the token the other
+    committed (never a second refresh with a refresh token that may have rotated)."""
+    from agents_core import vaults as core_vaults
+
+    vault = client.beta.agents.vaults.create()
+    o = client.beta.agents.vaults.credentials.create(vault.id, name="o", auth={
+        **oauth(), "expires_at": "2020-01-01T00:00:00Z"})
+    calls = []
+
+    def winner(refresh, token, secret):
+        calls.append(("winner", token, secret))
+        return {"access_token": "oa-winner-access", "refresh_token": "oa-winner-refresh", "expires_in": 3600}
+
+    def loser(refresh, token, secret):
+        calls.append(("loser", token, secret))
+        # meanwhile another dispatch refreshes and commits first
+        assert core_vaults.bearer(store, "tenant-a", vault.id, o.id, refresher=winner) == "oa-winner-access"
+        return {"access_token": "oa-loser-access", "expires_in": 3600}
+
+    assert core_vaults.bearer(store, "tenant-a", vault.id, o.id, refresher=loser) == "oa-winner-access"
+    assert calls == [("loser", REFRESH, CLIENT_SECRET), ("winner", REFRESH, CLIENT_SECRET)]
+    # the next dispatch: fresh, no refresh at all
+    assert core_vaults.bearer(store, "tenant-a", vault.id, o.id, refresher=None) == "oa-winner-access"
+    sealed = _sealed(store, vault.id, o.id)
+    assert vault_crypto.default_sealer().open(
+        sealed["refresh_token"], vault_crypto.context("tenant-a", vault.id, o.id, URL, "refresh_token")) == \
+        "oa-winner-refresh"

@@ -306,7 +306,18 @@ def bearer(store: DynamoStore, tenant: str, vault_id: str, credential_id: str, s
     try:
         store.transact(tx)  # committed before use: a rotated refresh token is never lost
     except (TransactionConflict, Contention):
-        raise CredentialUnavailable(f"The MCP credential {credential_id} changed while it was refreshed.") from None
+        # Another dispatch refreshed (or the caller rotated) it meanwhile: use what is stored now when it is
+        # fresh; never refresh twice in one dispatch.
+        again = store.get(credential_key(tenant, vault_id, credential_id))
+        fresh = again is not None and again.get("expires_epoch") is not None and \
+            int(again["expires_epoch"]) > now() + REFRESH_SKEW_SECONDS and "access_token" in (again.get("sealed") or {})
+        if not fresh:
+            raise CredentialUnavailable(f"The MCP credential {credential_id} changed while it was refreshed.") from None
+        try:
+            return sealer.open(again["sealed"]["access_token"], context(tenant, vault_id, credential_id, url,
+                                                                        "access_token"))
+        except SecretUnavailable:
+            raise CredentialUnavailable(f"The MCP credential {credential_id} could not be decrypted.") from None
     return access
 
 
