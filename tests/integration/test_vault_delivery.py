@@ -200,6 +200,8 @@ def test_the_refresh_guard_refuses_untrusted_private_targets(monkeypatch):
                                   ("http://127.0.0.1:9/token", "must use https")]:
             with pytest.raises(core_vaults.CredentialUnavailable, match=message):
                 core_vaults.refresh_token({**refresh, "token_endpoint": endpoint}, "rt", None)
+        # a public target is connected at the address that was checked (no second DNS answer)
+        assert core_vaults._guard("https://93.184.216.34/token") == "93.184.216.34"
     finally:
         settings_module.get_settings.cache_clear()
 

@@ -12,12 +12,12 @@ Items (one table):
 from __future__ import annotations
 
 import base64
+import http.client
 import ipaddress
 import json
 import socket
-import urllib.error
+import ssl
 import urllib.parse
-import urllib.request
 from typing import Any, Optional
 
 from agents_contract import jsonutil, vaults
@@ -327,18 +327,14 @@ def _rfc3339(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-def _guard(url: str) -> None:
+def _guard(url: str) -> Optional[str]:
     """https only, and no loopback, private, link-local or otherwise special target unless the
-    deployment trusts the origin (OAUTH_TRUSTED_ORIGINS)."""
+    deployment trusts the origin (OAUTH_TRUSTED_ORIGINS). Returns the checked address the request must
+    connect to (None for a trusted origin), so a second DNS answer cannot move it elsewhere."""
     rules = policy()
     parts = urllib.parse.urlsplit(url)
     if rules.trusts(url):
-        return
+        return None
     if parts.scheme != "https":
         raise CredentialUnavailable("The OAuth token endpoint must use https.")
     try:
@@ -351,13 +347,47 @@ def _guard(url: str) -> None:
                 or address.is_multicast or address.is_unspecified):
             raise CredentialUnavailable("The OAuth token endpoint resolves to a loopback, private or link-local "
                                         "address, which this deployment does not trust.")
+    return str(infos[0][4][0])
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """TLS to the checked address, verified against the endpoint's host name."""
+
+    def __init__(self, host: str, address: str, **kwargs: Any):
+        super().__init__(host, **kwargs)
+        self._address = address
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+
+
+def _post(url: str, body: bytes, headers: dict[str, str], address: Optional[str]) -> tuple[int, bytes]:
+    """One POST, no redirect followed (http.client follows none)."""
+    parts = urllib.parse.urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    connection: http.client.HTTPConnection
+    if parts.scheme == "https" and address is not None:
+        connection = _PinnedHTTPSConnection(parts.hostname or "", address, port=parts.port,
+                                            timeout=REFRESH_TIMEOUT_SECONDS, context=ssl.create_default_context())
+    elif parts.scheme == "https":
+        connection = http.client.HTTPSConnection(parts.hostname or "", parts.port, timeout=REFRESH_TIMEOUT_SECONDS,
+                                                 context=ssl.create_default_context())
+    else:  # a trusted http origin (make dev's loopback)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=REFRESH_TIMEOUT_SECONDS)
+    try:
+        connection.request("POST", path, body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.read(65536)
+    finally:
+        connection.close()
 
 
 def refresh_token(refresh: dict[str, Any], token: str, client_secret: Optional[str]) -> dict[str, Any]:
     """One OAuth refresh_token grant (RFC 6749 6): https only, the target guarded, no redirects, short
     timeout. Errors name the endpoint's status, never a token."""
     endpoint = refresh["token_endpoint"]
-    _guard(endpoint)
+    address = _guard(endpoint)
     form = {"grant_type": "refresh_token", "refresh_token": token}
     headers = {"Content-Type": "application/x-www-form-urlencoded", "Accept": "application/json"}
     kind = refresh["token_endpoint_auth"]["type"]
@@ -371,17 +401,12 @@ def refresh_token(refresh: dict[str, Any], token: str, client_secret: Optional[s
     for name in ("resource", "scope"):
         if refresh.get(name):
             form[name] = refresh[name]
-    # the scheme was checked by _guard (https, or a trusted origin)
-    request = urllib.request.Request(endpoint, data=urllib.parse.urlencode(form).encode(),  # noqa: S310
-                                     headers=headers, method="POST")
-    opener = urllib.request.build_opener(_NoRedirect)
     try:
-        with opener.open(request, timeout=REFRESH_TIMEOUT_SECONDS) as response:
-            body = response.read(65536)
-    except urllib.error.HTTPError as exc:
-        raise CredentialUnavailable(f"The OAuth token endpoint refused the refresh (HTTP {exc.code}).") from None
-    except (urllib.error.URLError, OSError):
+        status, body = _post(endpoint, urllib.parse.urlencode(form).encode(), headers, address)
+    except (OSError, http.client.HTTPException):
         raise CredentialUnavailable("The OAuth token endpoint could not be reached.") from None
+    if status != 200:
+        raise CredentialUnavailable(f"The OAuth token endpoint refused the refresh (HTTP {status}).")
     try:
         answer = json.loads(body)
     except ValueError:
