@@ -232,6 +232,7 @@ def test_rotation_replaces_only_what_is_sent(client, kms, store):
     (static("https://mcp.example.com/mcp#frag"), "expected an absolute https URL"),
     (static("mcp.example.com/mcp"), "expected an absolute https URL"),
     (static(token=""), "Invalid 'auth.token'"),
+    (static(token="x" * 16385), "Invalid 'auth.token': string too long"),
     (oauth(expires_at="tomorrow"), "RFC 3339"),
     ({**oauth(), "refresh": {**oauth()["refresh"], "token_endpoint": "http://idp.example.com/token"}},
      "auth.refresh.token_endpoint"),

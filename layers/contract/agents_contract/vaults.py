@@ -22,6 +22,7 @@ from .parser import check_metadata
 
 NAME_MAX_BYTES = 256
 VAULT_IDS_MAX = 10
+SECRET_MAX = 16_384  # characters of a token, refresh token, client secret or client id
 STATUSES = ("active", "archived")
 ENVIRONMENT_VARIABLE = ("Credential type 'environment_variable' is not supported by this deployment yet: it needs "
                         "the hosted egress proxy. Use 'static_bearer' or 'mcp_oauth'.")
@@ -114,6 +115,9 @@ def _nonempty(value: Optional[str], param: str) -> None:
     if value is not None and not value:
         raise InvalidRequest(f"Invalid '{param}': string too short. Expected a string with minimum length 1, but got "
                              "a string with length 0 instead.", param=param)
+    if value is not None and len(value) > SECRET_MAX:  # the message gives the length, never the value
+        raise InvalidRequest(f"Invalid '{param}': string too long. Expected a string with maximum length {SECRET_MAX}, "
+                             f"but got a string with length {len(value)} instead.", param=param)
 
 
 def _reject_environment_variable(body: Any, param: str = "auth.type") -> None:
