@@ -15,9 +15,10 @@ import asyncio
 import logging
 import os
 import ssl
-import threading
 import urllib.parse
 from typing import Optional
+
+from .loopserver import LoopServer
 
 log = logging.getLogger("runtime.bridge")
 
@@ -25,7 +26,9 @@ HEAD_LIMIT = 64 * 1024
 _DROPPED = {b"authorization", b"x-api-key", b"api-key", b"host", b"connection", b"proxy-connection", b"keep-alive"}
 
 
-class ProviderBridge:
+class ProviderBridge(LoopServer):
+    thread_name = "provider bridge"
+
     def __init__(self, upstream: str, header: Optional[tuple[str, str]], socket_path: str):
         """`upstream`: the provider's origin (scheme://host[:port]; paths pass unchanged); `header`: (name, value) to add, or None
         (a provider that takes no key, such as the scripted one)."""
@@ -37,25 +40,12 @@ class ProviderBridge:
         self._header = header
         self.socket_path = socket_path
         self.port_tcp = 0
-        self.loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
+        super().__init__()
         self._servers: list[asyncio.AbstractServer] = []
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port_tcp}"
-
-    def start(self) -> ProviderBridge:
-        threading.Thread(target=self._run, name="provider-bridge", daemon=True).start()
-        if not self._ready.wait(10):
-            raise RuntimeError("the provider bridge did not start")
-        return self
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_until_complete(self._listen())
-        self._ready.set()
-        self.loop.run_forever()
 
     async def _listen(self) -> None:
         tcp = await asyncio.start_server(self._serve, "127.0.0.1", 0)

@@ -30,11 +30,12 @@ import hmac
 import ipaddress
 import logging
 import secrets
-import threading
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from .loopserver import LoopServer
 
 log = logging.getLogger("runtime.executor")
 
@@ -62,7 +63,9 @@ class _Link:
     grace: Optional[asyncio.TimerHandle] = None
 
 
-class ExecutorHub:
+class ExecutorHub(LoopServer):
+    thread_name = "executor listener"
+
     def __init__(self, listen: str, public_url: Optional[str], send: Callable[[dict[str, Any]], None],
                  grace_seconds: float = GRACE_SECONDS):
         host, _, port = listen.rpartition(":")
@@ -74,23 +77,10 @@ class ExecutorHub:
         self.expected: dict[str, _Expected] = {}
         self.spent: dict[str, float] = {}  # registration -> when its token was used (its reconnection's 409)
         self.links: dict[str, _Link] = {}  # environment id -> link
-        self.loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
+        super().__init__()
         self._server: Any = None
 
     # -- lifecycle (the listener runs on its own loop and thread) ------------------------------------
-    def start(self) -> ExecutorHub:
-        threading.Thread(target=self._run, name="executor-hub", daemon=True).start()
-        if not self._ready.wait(10):
-            raise RuntimeError("the executor listener did not start")
-        return self
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.loop.run_until_complete(self._listen())
-        self._ready.set()
-        self.loop.run_forever()
-
     async def _listen(self) -> None:
         from websockets.asyncio.server import serve
 

@@ -1,0 +1,30 @@
+"""A server that runs on an asyncio loop of its own, in a daemon thread (the provider bridge, the
+executor listener): `start()` returns once `_listen()` has bound its sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+
+class LoopServer:
+    thread_name = "loop-server"
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+
+    def start(self):  # noqa: ANN201 - returns the subclass
+        threading.Thread(target=self._run, name=self.thread_name, daemon=True).start()
+        if not self._ready.wait(10):
+            raise RuntimeError(f"the {self.thread_name} did not start")
+        return self
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_until_complete(self._listen())
+        self._ready.set()
+        self.loop.run_forever()
+
+    async def _listen(self) -> None:
+        raise NotImplementedError
