@@ -27,25 +27,25 @@ test: export PYTHONDONTWRITEBYTECODE =
 test: lint browser sandbox
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 --cov=agents_contract --cov-report=term --cov-fail-under=95
 
-## browser: Debian's chromium for the dashboard test, installed where this machine allows it
-browser:
-	@if command -v chromium >/dev/null 2>&1; then :; \
+# $(call debian,COMMAND,PACKAGE,WHAT IT IS FOR,WHAT HAPPENS WITHOUT IT): Debian's PACKAGE when COMMAND is
+# missing, installed where this machine allows it (root and apt-get), as CI's clean machine needs.
+define debian
+	@if command -v $(1) >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "installing Debian chromium for the dashboard test..."; \
-		(DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
-		 (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1)) \
-		|| echo "could not install chromium: the dashboard browser test will be skipped"; \
-	else echo "no chromium and no way to install it: the dashboard browser test will be skipped"; fi
+		echo "installing Debian $(2) for $(3)..."; \
+		(DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(2) >/dev/null 2>&1 || \
+		 (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(2) >/dev/null 2>&1)) \
+		|| echo "could not install $(2): $(4)"; \
+	else echo "no $(2) and no way to install it: $(4)"; fi
+endef
 
-## sandbox: Debian's bubblewrap, which isolates each hosted Environment, installed where this machine allows it
+## browser: Debian's chromium for the dashboard test
+browser:
+	$(call debian,chromium,chromium,the dashboard test,the dashboard browser test will be skipped)
+
+## sandbox: Debian's bubblewrap, which isolates each hosted Environment
 sandbox:
-	@if command -v bwrap >/dev/null 2>&1; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "installing Debian bubblewrap for hosted Environments..."; \
-		(DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
-		 (apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null 2>&1)) \
-		|| echo "could not install bubblewrap: the hosted Environment tests will fail"; \
-	else echo "no bubblewrap and no way to install it: the hosted Environment tests will fail"; fi
+	$(call debian,bwrap,bubblewrap,hosted Environments,the hosted Environment tests will fail)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
