@@ -116,6 +116,7 @@ def _environment(config: Config) -> None:
         "HEARTBEAT_SECONDS": str(config.heartbeat_seconds), "DEFAULT_HARNESS": os.environ.get("DEFAULT_HARNESS",
                                                                                                "scripted"),
         "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_DISABLED": "true",
+        "AGENTS_CORE_EXIT_WITH_PARENT": "1",  # the Runtimes this stack starts stop when it does
         "POWERTOOLS_SERVICE_NAME": "agents-core", "POWERTOOLS_METRICS_NAMESPACE": "AgentsCore",
         "POWERTOOLS_LOG_LEVEL": os.environ.get("POWERTOOLS_LOG_LEVEL", "WARNING"),
         # Vaults on a laptop: loopback http MCP servers and OAuth token endpoints (the SAM default is off).

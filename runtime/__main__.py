@@ -234,9 +234,14 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     client.start()
+    # A Runtime a local stack or a test started stops with it (AGENTS_CORE_EXIT_WITH_PARENT=1): one whose
+    # parent died without stopping it would otherwise reconnect to a stack that is gone, forever.
+    parent = os.getppid() if os.environ.get("AGENTS_CORE_EXIT_WITH_PARENT") == "1" else None
     try:
         while not stop.wait(0.5) and client.fatal is None:
-            pass
+            if parent is not None and (os.getppid() != parent or parent == 1):  # reparented: its parent died
+                logging.getLogger("runtime").info("the process that started this Runtime is gone: stopping")
+                break
     except KeyboardInterrupt:
         pass
     client.stop()
