@@ -55,13 +55,20 @@ def local_stack(tmp_path_factory):
            "AGENTS_CORE_START_RUNTIME": "0", "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}",
            "ENVIRONMENT_WAIT_SECONDS": str(ENVIRONMENT_WAIT)}
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env,  # noqa: S603
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    info = _wait_file(state, process)
+    # Its log goes to a file: a pipe nobody reads fills after a few thousand lines of a full run and then
+    # blocks the stack (and the Runtimes it started, which inherit it) at their next write.
+    log = state.with_name("stack.log")
+    with open(log, "w") as err:
+        process = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env,  # noqa: S603
+                                   stdout=subprocess.DEVNULL, stderr=err)
+    try:
+        info = _wait_file(state, process)
+    except (RuntimeError, TimeoutError) as exc:
+        raise RuntimeError(f"{exc}: {log.read_text()[-4000:]}") from exc
     info["startup_seconds_measured"] = round(time.perf_counter() - started, 2)
     info["stack_file"] = str(state)
     yield info
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGTERM)  # `python -m local` stops on SIGTERM as on Ctrl-C
     try:
         process.wait(timeout=15)
     except subprocess.TimeoutExpired:
