@@ -242,7 +242,7 @@ def short_stack(tmp_path_factory):
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     info = _wait_file(state, process)
     yield info
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signal.SIGTERM)  # SIGINT is not always honoured in time: it waited 15 s for the kill
     try:
         process.wait(timeout=15)
     except subprocess.TimeoutExpired:
