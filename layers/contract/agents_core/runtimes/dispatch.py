@@ -210,10 +210,9 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
     try:
         message = start_message(store, tenant, session_id, turn_id, session, engine.TurnState.from_item(item))
     except SecretUnavailable:  # a hosted Environment's sealed preparation does not open (key disabled, tampered)
-        fail_unstarted(store, tenant, session_id, turn_id, task_token,
-                       "The Environment's preparation could not be opened (its KMS key is unavailable); the Turn "
-                       "did not start.")
-        return
+        reason = "The Environment's preparation could not be opened (its KMS key is unavailable); the Turn did not start."
+        fail_unstarted(store, tenant, session_id, turn_id, reason, code="sandbox_error")
+        raise TurnFailedBeforeStart(reason) from None
     try:
         credentials = mcp_credentials(store, tenant, session_id, session)
     except CredentialUnavailable as exc:
@@ -261,7 +260,8 @@ def mcp_credentials(store: DynamoStore, tenant: str, session_id: str,
     return out
 
 
-def fail_unstarted(store: DynamoStore, tenant: str, session_id: str, turn_id: str, message: str) -> None:
+def fail_unstarted(store: DynamoStore, tenant: str, session_id: str, turn_id: str, message: str,
+                   code: str = "authentication_error") -> None:
     """The Turn fails before its Runtime hears of it, saying why (x_agents_core.error); the workflow's
     SettleLost ends it (Dispatch has no Step Functions rights: the state machine names Dispatch)."""
 
@@ -269,11 +269,11 @@ def fail_unstarted(store: DynamoStore, tenant: str, session_id: str, turn_id: st
         turn = draft.turn(turn_id)
         if turn is None or turn.status in engine.TERMINAL:
             return
-        # The SDK's customer-safe category for credentials that cannot be used; the message names the server
-        # and the credential, never a secret.
-        turn.set(closing="failed", error={"code": "authentication_error", "message": message},
+        # The SDK's customer-safe category (authentication_error: a credential that cannot be used, naming the
+        # server and the credential, never a secret; sandbox_error: an Environment that cannot be prepared).
+        turn.set(closing="failed", error={"code": code, "message": message},
                  x_agents_core={**(turn.doc.get("x_agents_core") or {}), "error": {"message": message}})
         draft.dirty = True
 
     engine.run(store, tenant, session_id, work, turn_id=turn_id)
-    logger.warning("turn failed before start: MCP credential unavailable", extra={"turn_id": turn_id})
+    logger.warning("turn failed before start", extra={"turn_id": turn_id, "code": code})
