@@ -55,3 +55,13 @@ def test_clients_event_on_an_unknown_connection_answers_with_an_error(handlers, 
     monkeypatch.setattr(runtimes, "post_safely", lambda messenger, store, connection_id, message: posted.append(message))
     assert handlers["ClientsFunction"](load_event("clients-subscribe.json"), LambdaContext("c"))["statusCode"] == 200
     assert posted[0]["type"] == "error" and posted[0]["error"]["param"] == "action"
+
+
+def test_executor_registry_event_refuses_a_signature_from_no_issued_key(handlers, store):
+    """The sample registration is signed with a key no enrollment issued: refused, as the exec-server
+    understands it (a 4xx in the official envelope), and nothing is written."""
+    before = store.client.scan(TableName=store.table)["Count"]
+    answer = handlers["ExecutorRegistryFunction"](load_event("executor_registry-register.json"), LambdaContext("x"))
+    assert answer["statusCode"] in (403, 404)
+    assert set(json.loads(answer["body"])["error"]) >= {"message", "type"}
+    assert store.client.scan(TableName=store.table)["Count"] == before
