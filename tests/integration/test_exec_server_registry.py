@@ -253,6 +253,7 @@ def test_the_host_that_served_an_environment_keeps_it(client, stack, host):
     env_id = session.environment.id
     key = enroll(client, env_id)["exec_server"]
     assert register(stack, env_id, key["access_key_id"], key["secret_access_key"])[0] == 200
+    time.sleep(1.1)  # connections are ordered by their hello's second: the newer host must be a later one
     newer = stack.connect_runtime(create_runtime_token(stack.store, "newer-host"), ["codex"])
     wait_for(lambda: any(m.get("type") == "runtime.welcome" for m in newer.inbox), timeout=10)
     newer.send({"action": "executor.host", "url": "ws://127.0.0.1:10/executor"})
