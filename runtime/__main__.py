@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     # No child process (native Harness, tool, MCP server) ever sees a Core token.
     for name in ("AGENTS_CORE_ENROLLMENT_TOKEN", "AGENTS_CORE_RUNTIME_TOKEN"):
         os.environ.pop(name, None)
+    exit_with_parent = os.environ.pop("AGENTS_CORE_EXIT_WITH_PARENT", None) == "1"  # ours, not the tools'
     workspace = None
     credential_file = None
     if args.enrollment_token or args.workspace:
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     client.start()
     # A Runtime a local stack or a test started stops with it (AGENTS_CORE_EXIT_WITH_PARENT=1): one whose
     # parent died without stopping it would otherwise reconnect to a stack that is gone, forever.
-    parent = os.getppid() if os.environ.get("AGENTS_CORE_EXIT_WITH_PARENT") == "1" else None
+    parent = os.getppid() if exit_with_parent else None
     try:
         while not stop.wait(0.5) and client.fatal is None:
             if parent is not None and (os.getppid() != parent or parent == 1):  # reparented: its parent died
