@@ -310,3 +310,32 @@ def test_a_resumed_codex_thread_has_the_server_tools_on_its_first_turn(client, t
     calls = mcp_calls(client, session.id)
     assert [(c.name, c.status) for c in calls] == [("lookup_ticket", "completed")]
     assert "ticket 42: open" in json.dumps(calls[0].output)
+
+
+def test_websocket_events_carry_the_mcp_call_and_no_secret(client, local_stack, tickets):
+    """A live WebSocket subscriber of the Session sees the mcp_call made with the Vault bearer, and never
+    the token (the same events as SSE, delivered by the WebSocket fan-out)."""
+    from websockets.sync.client import connect
+
+    vault = client.beta.agents.vaults.create()
+    client.beta.agents.vaults.credentials.create(vault.id, name="t", auth={
+        "type": "static_bearer", "mcp_server_url": tickets.url, "token": TOKEN})
+    session = client.beta.agents.sessions.create(
+        environment={"type": "none"}, vault_ids=[vault.id], agent={"model": "gpt-5", "tools": [tool(tickets.url)]},
+        extra_body={"x_agents_core": {"harness": "scripted"}}, input="say ready")
+    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status == "idle", timeout=30)
+    frames = []
+    with connect(local_stack["websocket_url"], additional_headers={"Authorization": f"Bearer {client.api_key}"}) as ws:
+        ws.send(json.dumps({"action": "subscribe", "session_id": session.id}))
+        assert json.loads(ws.recv(timeout=5))["type"] == "subscribed"
+        client.beta.agents.sessions.events.create(session.id, events=[{
+            "type": "agent.session.input.message", "input": [{"role": "user", "content": [
+                {"type": "input_text", "text": 'mcp tickets lookup_ticket {"id": "4"}\nsay done'}]}]}])
+        while True:
+            frames.append(ws.recv(timeout=30))
+            if json.loads(frames[-1])["type"] in ("agent.session.idle", "agent.session.failed"):
+                break
+    text = "\n".join(frames)
+    assert '"agent.session.idle"' in text and '"mcp_call"' in text and "ticket 4: open" in text
+    for secret in SECRETS:
+        assert secret not in text
