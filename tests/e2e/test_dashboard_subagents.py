@@ -16,46 +16,24 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 
 import pytest
 
-from tests.e2e.test_dashboard import BOXES, CONTRAST, FN, WAIT_MS, idle_session, message, open_session, wait_for
+from tests.e2e.test_dashboard import (  # noqa: F401 - browser and page are fixtures
+    BOXES,
+    CONTRAST,
+    FN,
+    WAIT_MS,
+    browser,
+    idle_session,
+    message,
+    needs_chromium,
+    open_session,
+    page,
+    wait_for,
+)
 
 pytestmark = pytest.mark.e2e
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None,
-                                    reason="no Chromium installed (make test installs Debian's chromium as root)")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if CHROMIUM is None:
-        pytest.skip("no Chromium installed (make test installs Debian's chromium as root)")
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT_MS)
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser, local_stack):
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    yield page
-    # A route handler may still be fetching the stack's answer for a read the page made last: let it go
-    # quietly, or its "response disposed" surfaces in the next test's setup.
-    page.unroute_all(behavior="ignoreErrors")
-    context.close()
-    assert not errors, f"the page raised: {errors}"
-
 
 SUBAGENT_SCRIPT = 'subagent call get_weather {"city": "Oslo"}\nsay Cold in Oslo.'
 
