@@ -11,9 +11,21 @@ workspace path, which exists only on their machine).
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from typing import Any, Optional
 
 from .driver import START_TIMEOUT, CodexDriver, CodexSession
+from .rpc import RpcError
+
+log = logging.getLogger("runtime.codex.executor")
+
+# After its exec-server connection closed, the app-server tries to resume the old exec-server session (for up
+# to 25 s, every 100 ms); a command sent meanwhile waits for that and fails if the resume is refused (a new
+# exec-server process does not know the session). Before a Turn, the driver waits for the app-server's view
+# of the executor to settle and, once the resume has failed, has it connect afresh.
+SETTLE_SECONDS = 40.0
 
 
 class ExecutorSession(CodexSession):
@@ -35,7 +47,37 @@ class ExecutorSession(CodexSession):
             await peer.request("environment/add", {"environmentId": executor["environment_id"],
                                                    "execServerUrl": executor["url"]}, timeout=START_TIMEOUT)
             self._added_to = peer
+        else:
+            await settle(peer, executor["environment_id"])
         return _InEnvironment(peer, executor["environment_id"], executor["cwd"])
+
+
+async def settle(peer: Any, environment_id: str, bound: float = SETTLE_SECONDS) -> str:
+    """Wait until the app-server's connection to the executor is ready: `environment/status` never starts or
+    recovers a connection; while it says `recovering` (resuming the previous exec-server session) wait; once
+    that failed (`disconnected` with its reason), `environment/info` is a use of the Environment, which makes
+    the app-server connect afresh (a new exec-server session). Bounded: past it the Turn goes on, and a
+    command that cannot reach the machine fails visibly. Returns the last status seen."""
+    deadline, status = time.monotonic() + bound, "unknown"
+    while time.monotonic() < deadline:
+        try:
+            answer = await peer.request("environment/status", {"environmentId": environment_id}, timeout=10)
+        except (RpcError, TimeoutError) as exc:
+            log.info("environment/status for %s: %s", environment_id, exc)
+            return status  # an app-server without the method: the command itself reconnects
+        status, error = (answer or {}).get("status", "unknown"), (answer or {}).get("error") or ""
+        if status in ("ready", "unknown"):
+            return status
+        if status == "disconnected" and "recovering" not in error:
+            log.info("executor of %s disconnected (%s): connecting afresh", environment_id, error[:200])
+            try:
+                await peer.request("environment/info", {"environmentId": environment_id},
+                                   timeout=max(1.0, deadline - time.monotonic()))
+                return "ready"
+            except (RpcError, TimeoutError) as exc:
+                log.info("environment/info for %s: %s", environment_id, exc)
+        await asyncio.sleep(0.2)
+    return status
 
 
 class _InEnvironment:
