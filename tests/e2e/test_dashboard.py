@@ -416,12 +416,25 @@ def test_a_workspace_session_shows_its_environment_and_connect_shows_the_command
     expect(page.locator("#enroll-copied")).to_have_text("Copied.")
     assert page.evaluate("navigator.clipboard.readText()") == text
 
+    # ... and, for a Codex Session, the stock exec-server's command with this Environment's fresh key pair
+    exec_command = page.locator("#enroll-exec-command")
+    expect(exec_command).to_be_visible()
+    exec_text = exec_command.inner_text()
+    assert exec_text.endswith(f"codex exec-server --remote {remote_url} --remote-transport direct --aws-sigv4 "
+                              f"--environment-id {env_id}"), exec_text
+    secret = exec_text.split("AWS_SECRET_ACCESS_KEY=", 1)[1].split()[0]
+    assert len(secret) >= 32
+    page.click("#enroll-exec-copy")
+    expect(page.locator("#enroll-exec-copied")).to_have_text("Copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == exec_text
+
     # The page keeps no copy: not in storage, the URL or the live event log, and closing forgets it
     kept = page.evaluate("JSON.stringify([Object.entries(sessionStorage), Object.entries(localStorage), location.href])")
-    assert token not in kept and token not in page.locator("#events-list").inner_text()
+    for shown in (token, secret):
+        assert shown not in kept and shown not in page.locator("#events-list").inner_text()
     page.click("#enroll-close")
     expect(dialog).to_be_hidden()
-    assert token not in page.content()
+    assert token not in page.content() and secret not in page.content()
 
 
 @needs_chromium
