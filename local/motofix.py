@@ -11,8 +11,9 @@ here runs in AWS):
    entry fails validation midway.
 
 It also wakes the local Streams pollers (`wake_on_stream_records`) whenever moto appends a stream
-record, so a poller sleeps while nothing is written instead of asking moto twenty times a second, and
-parses each state machine definition once (`parse_each_definition_once`).
+record, so a poller sleeps while nothing is written instead of asking moto twenty times a second,
+parses each state machine definition once (`parse_each_definition_once`), and makes a symmetric KMS key's
+unused RSA private key only if something reads it (`private_keys_when_used`).
 """
 
 from __future__ import annotations
@@ -186,11 +187,40 @@ def parse_each_definition_once() -> None:
     AmazonStateLanguageParser.parse = staticmethod(parse_once)  # type: ignore[method-assign]
 
 
+class _KeyWhenUsed:
+    """A symmetric KMS key's private key, made the first time anything reads it (nothing does)."""
+
+    def __init__(self, generate: Any, key_spec: str):
+        self._generate, self._spec, self._key = generate, key_spec, None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._key is None:
+            self._key = self._generate(self._spec)
+        return getattr(self._key, name)
+
+
+def private_keys_when_used() -> None:
+    """moto's KMS generates an RSA-2048 private key for every key it creates, a symmetric one too (~60 ms of
+    CPU each: the stack's keys at start, and every integration test's stack), though only an asymmetric key
+    signs or verifies. A symmetric key's private key is made if and when something reads it."""
+    import moto.kms.models as kms_models
+
+    generate = kms_models.generate_private_key
+    if isinstance(generate, functools.partial):
+        return
+
+    def generate_private_key(generate: Any, key_spec: str) -> Any:
+        return _KeyWhenUsed(generate, key_spec) if key_spec == "SYMMETRIC_DEFAULT" else generate(key_spec)
+
+    kms_models.generate_private_key = functools.partial(generate_private_key, generate)
+
+
 def install() -> None:
     global _installed
     if _installed:
         return
     parse_each_definition_once()
+    private_keys_when_used()
     from moto.dynamodb.models import DynamoDBBackend
 
     for name in _LOCKED:

@@ -82,3 +82,30 @@ def test_more_than_100_entries_is_rejected(aws):
 def test_a_valid_transaction_of_100_entries_applies_every_entry(aws):
     aws.transact_write_items(TransactItems=[put("p", f"I#{i}") for i in range(100)])
     assert len(scan(aws)) == 100
+
+
+def test_a_symmetric_kms_key_works_without_an_rsa_key_and_an_asymmetric_one_still_signs(aws):
+    """private_keys_when_used: moto's unused RSA key of a symmetric KMS key is made only if read."""
+    import boto3
+
+    from local.motofix import _KeyWhenUsed
+
+    kms = boto3.client("kms", region_name="us-east-1")
+    key_id = kms.create_key()["KeyMetadata"]["KeyId"]
+    from moto.kms.models import kms_backends
+
+    key = kms_backends["123456789012"]["us-east-1"].keys[key_id]
+    assert isinstance(key.private_key, _KeyWhenUsed) and key.private_key._key is None
+    pair = kms.generate_data_key(KeyId=key_id, KeySpec="AES_256", EncryptionContext={"tenant": "t1"})
+    opened = kms.decrypt(CiphertextBlob=pair["CiphertextBlob"], EncryptionContext={"tenant": "t1"})
+    assert opened["Plaintext"] == pair["Plaintext"]
+    with pytest.raises(ClientError):
+        kms.decrypt(CiphertextBlob=pair["CiphertextBlob"], EncryptionContext={"tenant": "t2"})
+    assert key.private_key._key is None  # nothing read it
+
+    signing = kms.create_key(KeyUsage="SIGN_VERIFY", KeySpec="RSA_2048")["KeyMetadata"]["KeyId"]
+    signature = kms.sign(KeyId=signing, Message=b"m", SigningAlgorithm="RSASSA_PSS_SHA_256")["Signature"]
+    assert kms.verify(KeyId=signing, Message=b"m", Signature=signature,
+                      SigningAlgorithm="RSASSA_PSS_SHA_256")["SignatureValid"]
+    assert key.private_key.public_key() is not None  # read: made then, as moto made it before
+    assert key.private_key._key is not None
