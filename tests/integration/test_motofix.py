@@ -109,3 +109,59 @@ def test_a_symmetric_kms_key_works_without_an_rsa_key_and_an_asymmetric_one_stil
                       SigningAlgorithm="RSASSA_PSS_SHA_256")["SignatureValid"]
     assert key.private_key.public_key() is not None  # read: made then, as moto made it before
     assert key.private_key._key is not None
+
+
+def test_dynamodb_results_written_directly_are_what_motos_serializer_writes(aws):
+    """plain_json_responses: every data-plane operation on every attribute type (a blob, sets, nested maps
+    and lists, null, a stream record with its timestamp) answers exactly what moto's shape walk answers."""
+    import base64
+    import json
+
+    import boto3
+    from moto.core.responses import ActionResult
+
+    compared = []
+    fast = ActionResult.execute_result
+    original = fast.original
+
+    def both(self, context):
+        mine = fast(self, context)
+        theirs = original(self, context)
+        assert mine[0] == theirs[0] and mine[1]["Content-Type"] == theirs[1]["Content-Type"]
+        assert json.loads(mine[2]) == json.loads(theirs[2]), context.operation_model.name
+        compared.append(context.operation_model.name)
+        return mine
+
+    ActionResult.execute_result = both
+    try:
+        item = {"PK": {"S": "P#1"}, "SK": {"S": "S#1"}, "blob": {"B": b"\x00\xffraw"}, "n": {"N": "12.5"},
+                "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2"]}, "bs": {"BS": [b"x", b"\x01y"]},
+                "m": {"M": {"inner": {"L": [{"S": "x"}, {"B": b"z"}, {"NULL": True}, {"BOOL": False}]}}},
+                "B": {"S": "an attribute named B"}}
+        aws.put_item(TableName=TABLE, Item=item)
+        got = aws.get_item(TableName=TABLE, Key={"PK": {"S": "P#1"}, "SK": {"S": "S#1"}})["Item"]
+        assert got["blob"]["B"] == b"\x00\xffraw" and got["m"]["M"]["inner"]["L"][1]["B"] == b"z"
+        aws.update_item(TableName=TABLE, Key={"PK": {"S": "P#1"}, "SK": {"S": "S#1"}}, UpdateExpression="SET n = :n",
+                        ExpressionAttributeValues={":n": {"N": "13"}}, ReturnValues="ALL_NEW")
+        aws.query(TableName=TABLE, KeyConditionExpression="PK = :p", ExpressionAttributeValues={":p": {"S": "P#1"}},
+                  Limit=1)
+        aws.scan(TableName=TABLE)
+        aws.batch_get_item(RequestItems={TABLE: {"Keys": [{"PK": {"S": "P#1"}, "SK": {"S": "S#1"}}]}})
+        aws.transact_get_items(TransactItems=[{"Get": {"TableName": TABLE,
+                                                       "Key": {"PK": {"S": "P#1"}, "SK": {"S": "S#1"}}}}])
+        aws.transact_write_items(TransactItems=[put("P#2", "S#2", a="b")])
+        aws.delete_item(TableName=TABLE, Key={"PK": {"S": "P#2"}, "SK": {"S": "S#2"}}, ReturnValues="ALL_OLD")
+        aws.batch_write_item(RequestItems={TABLE: [{"PutRequest": {"Item": put("P#3", "S#3")["Put"]["Item"]}}]})
+
+        arn = aws.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
+        streams = boto3.client("dynamodbstreams", region_name="us-east-1")
+        shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]["ShardId"]
+        iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard,
+                                              ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        records = streams.get_records(ShardIterator=iterator)["Records"]
+        assert records and records[0]["dynamodb"]["ApproximateCreationDateTime"]
+        assert base64.b64encode(b"\x00\xffraw")  # the blob went through both writers above
+    finally:
+        ActionResult.execute_result = fast
+    assert {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
+            "TransactGetItems", "TransactWriteItems", "GetShardIterator", "GetRecords"} <= set(compared)
