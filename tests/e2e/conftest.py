@@ -16,16 +16,6 @@ from openai import OpenAI
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HEARTBEAT = 3
-HERE = pathlib.Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(config, items):
-    """Coverage (of the contract layer) is measured in the test process; an e2e test runs the stack, its
-    Runtimes and their engines in other processes and only an SDK client in its own. pytest-cov's no_cover
-    spares that client the tracing (about an eighth of an e2e test's time) without losing a covered line."""
-    for item in items:
-        if HERE in pathlib.Path(str(item.path)).resolve().parents:
-            item.add_marker(pytest.mark.no_cover)
 
 
 def _wait_file(path: pathlib.Path, process: subprocess.Popen, timeout: float = 60) -> dict:
