@@ -51,9 +51,6 @@ ENDINGS = ["cancel", "completion", "runtime_loss"]
 SHAPES = [(120, e) for e in ENDINGS] + [(500, e) for e in ENDINGS if os.environ.get("AGENTS_CORE_BOUNDED_FULL")]
 
 
-# A case at scale: it runs paths the other tests cover, many times over. pytest-cov's no_cover spares it
-# the tracing (a third or more of its time); the coverage figure comes from the other tests.
-@pytest.mark.no_cover
 @pytest.mark.parametrize(("count", "ending"), SHAPES)
 def test_a_turn_with_many_pending_calls_settles_and_the_session_runs_a_new_turn(client, stack, count, ending):
     raw = RawRuntime(stack)
@@ -93,7 +90,6 @@ def test_a_turn_with_many_pending_calls_settles_and_the_session_runs_a_new_turn(
     assert status(client, session.id) == "idle"
 
 
-@pytest.mark.no_cover  # at scale, as above
 def test_a_turn_with_many_open_items_settles_them_incomplete(client, stack):
     raw = RawRuntime(stack)
     session = session_with(client, "say anything")
@@ -118,7 +114,6 @@ def test_input_messages_beyond_the_per_request_limit_are_a_clear_400_that_writes
     assert scan(stack) == before
 
 
-@pytest.mark.no_cover  # at scale, as above
 def test_sixty_four_input_messages_start_one_turn(client, runtime):
     messages = [{"role": "user", "content": [{"type": "input_text", "text": f"say {i}"}]} for i in range(64)]
     session = client.beta.agents.sessions.create(environment={"type": "none"}, input=messages,

@@ -2,7 +2,6 @@
 when one condition fails (a subscriber already had the commit, or left), the page falls back to
 claims one by one, so every subscriber gets each commit exactly once."""
 
-import pytest
 
 from agents_core import live, runtimes
 from agents_core.aws import default_messenger
@@ -24,9 +23,6 @@ def got(sub):
     return [m for m in sub.messages if m.get("event_id") == "evt_fanout"]
 
 
-# A case at scale: it runs paths the other tests cover, many times over. pytest-cov's no_cover spares it
-# the tracing (a third or more of its time); the coverage figure comes from the other tests.
-@pytest.mark.no_cover
 def test_every_subscriber_of_several_claim_transactions_gets_the_commit_once(stack):
     """120 subscribers: a full transaction of 100 claims and one of 20 (`make bench` fans one event out to
     1,000 subscribers: bench/bench_turns.py)."""

@@ -4,7 +4,6 @@ invocations, so they can arrive in any order. The local gateway's `concurrent` d
 of each wave twice, lose nothing and duplicate nothing. (`make bench` runs the same scenario with 1,000
 messages: bench/bench_delivery.py.)"""
 
-import pytest
 
 from tests.integration.delivery_at_scale import out_of_order_delivery
 from tests.integration.stack_fixtures import client, stack  # noqa: F401 - fixtures
@@ -12,9 +11,6 @@ from tests.integration.stack_fixtures import client, stack  # noqa: F401 - fixtu
 MESSAGES = 100
 
 
-# A case at scale: it runs paths the other tests cover, many times over. pytest-cov's no_cover spares it
-# the tracing (a third or more of its time); the coverage figure comes from the other tests.
-@pytest.mark.no_cover
 def test_concurrent_out_of_order_delivery_loses_and_duplicates_no_observation_over_100_messages(client, stack,
                                                                                                 monkeypatch):
     from agents_core.settings import get_settings

@@ -37,9 +37,6 @@ def error_for(raw, turn_id, param, timeout=3.0):
 
 # ---- case 2: a chatty Turn beside a waiting Turn -------------------------------------------------
 
-# A case at scale: it runs paths the other tests cover, many times over. pytest-cov's no_cover spares it
-# the tracing (a third or more of its time); the coverage figure comes from the other tests.
-@pytest.mark.no_cover
 def test_a_chatty_turn_of_100_items_beside_a_waiting_turn_on_the_same_runtime_both_finish(client, stack):
     """As `make dev` delivers a connection's messages (one at a time, in order, the sender never
     waiting): the reference Runtime keeps at most a window of observations unacknowledged, so the
