@@ -5,9 +5,10 @@ nothing a model rejects becomes a 500. Pure."""
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Annotated, Literal, Union
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Discriminator, Field
 
 from agents_contract import validation, wire
 from agents_contract.errors import InvalidRequest
@@ -32,18 +33,34 @@ def test_quoted_list(values, text):
     assert validation.quoted_list(values) == text
 
 
-@pytest.mark.parametrize("loc, prefix, path", [
-    ((), "", ""),
-    (("name",), "", "name"),
-    (("tools", 0, "function", "parameters"), "agent", "agent.tools[0].parameters"),
-    (("agent", "tools", 2, "mcp", "transport", "http", "server_url"), "", "agent.tools[2].transport.server_url"),
-    (("environment", "self_hosted", "workspace_directory"), "", "environment.workspace_directory"),
-    (("input", "array", 0, "content", 1, "input_image", "image_url"), "", "input[0].content[1].image_url"),
-    (("events", 0, "tag_a,tag_b", "call_id"), "", "events[0].call_id"),  # a callable discriminator's tags
-    (("metadata", "function"), "", "metadata.function"),  # a tag's name after a plain member is a member
+_APPROVAL_TAGS = ",".join(wire.INPUT_EVENT_TYPES[3:])
+
+
+@pytest.mark.parametrize("schema, loc, prefix, path", [
+    (wire.SessionCreate, (), "", ""),
+    (wire.SessionCreate, ("name",), "", "name"),
+    (wire.InlineAgent, ("tools", 0, "function", "parameters"), "agent", "agent.tools[0].parameters"),
+    (wire.SessionCreate, ("agent", "tools", 2, "mcp", "transport", "http", "server_url"), "",
+     "agent.tools[2].transport.server_url"),
+    (wire.SessionCreate, ("environment", "self_hosted", "workspace_directory"), "", "environment.workspace_directory"),
+    (wire.SessionCreate, ("input", "array", 0, "content", 1, "input_image", "image_url"), "",
+     "input[0].content[1].image_url"),
+    (wire.EventBatch, ("events", 0, _APPROVAL_TAGS, "call_id"), "", "events[0].call_id"),  # a variant's tags, joined
+    (wire.SessionCreate, ("metadata", "function"), "", "metadata.function"),  # a tag's name after a plain member
+    # A member named like some union's tag is a member wherever no union of the request stands.
+    (wire.SessionCreate, ("input", "array", 0, "content", 0, "input_text", "text"), "", "input[0].content[0].text"),
+    (wire.EventBatch, ("events", 1, "agent.session.input.message", "input", 0, "content", 0, "input_text", "text"), "",
+     "events[1].input[0].content[0].text"),
+    (wire.EventBatch, ("events", 0, "agent.session.input.tool_result", "output", "array", 2, "input_text", "text"), "",
+     "events[0].output[2].text"),
+    (wire.SessionCreate, ("agent", "text", "format", "json_schema", "text"), "", "agent.text.format.text"),
+    (wire.SessionCreate, ("agent", "tools", 0, "function", "function"), "", "agent.tools[0].function"),
+    (wire.SessionCreate, ("agent", "tools", 0, "mcp", "transport", "http", "stdio"), "", "agent.tools[0].transport.stdio"),
+    # Past a member the schema does not know, the rest is the request's own names.
+    (wire.SessionCreate, ("agent", "unknown", "function", "text"), "", "agent.unknown.function.text"),
 ])
-def test_render_path_leaves_out_union_tags(loc, prefix, path):
-    assert validation.render_path(loc, prefix) == path
+def test_render_path_leaves_out_union_tags_and_only_them(schema, loc, prefix, path):
+    assert validation.render_path(schema, loc, prefix) == path
 
 
 class _Constrained(BaseModel):
@@ -108,10 +125,59 @@ def test_tags_and_enumerations_answer_the_official_messages(body, message, param
     assert (err.value.message, err.value.param) == (message, param)
 
 
-@pytest.mark.xfail(strict=True, reason="render_path drops a member named like a union tag ('text' is a text.format "
-                                       "tag) when it follows another tag")
-def test_an_input_text_part_names_its_text_member():
-    body = {**session_body(), "input": [{"role": "user", "content": [{"type": "input_text", "text": 5}]}]}
+TEXT_5 = [{"role": "user", "content": [{"type": "input_text", "text": 5}]}]
+
+
+@pytest.mark.parametrize("model, body, message, param", [
+    (wire.SessionCreate, {**session_body(), "input": TEXT_5}, "Invalid type for 'input[0].content[0].text': expected "
+     "a string, but got an integer instead.", "input[0].content[0].text"),
+    (wire.EventBatch, {"events": [{"type": "agent.session.input.message", "input": TEXT_5}]}, "Invalid type for "
+     "'events[0].input[0].content[0].text': expected a string, but got an integer instead.",
+     "events[0].input[0].content[0].text"),
+    (wire.EventBatch, {"events": [{"type": "agent.session.input.tool_result", "turn_id": "t", "call_id": "c",
+                                   "success": True, "output": [{"type": "input_text", "text": 5}]}]},
+     "Invalid type for 'events[0].output[0].text': expected a string, but got an integer instead.",
+     "events[0].output[0].text"),
+    (wire.SessionCreate, agent(text={"format": {"type": "json_schema", "schema": {"type": "object"}, "text": 1}}),
+     "Unknown parameter: 'agent.text.format.text'.", "agent.text.format.text"),
+])
+def test_a_member_named_like_a_union_tag_is_named(model, body, message, param):
     with pytest.raises(InvalidRequest) as err:
-        validation.parse(wire.SessionCreate, body)
-    assert err.value.param == "input[0].content[0].text"
+        validation.parse(model, body)
+    assert (err.value.message, err.value.param) == (message, param)
+
+
+class _Circle(BaseModel):
+    kind: Literal["circle"]
+    text: str
+
+
+class _Square(BaseModel):
+    kind: Literal["square", "box"]
+    circle: str
+
+
+class _Line(BaseModel):
+    kind: Literal["line"]
+    square: str
+
+
+class _Drawing(BaseModel):
+    # a union nested in a union (its variants share the outer tag), a string Discriminator and a plain union
+    shapes: list[Annotated[Union[Annotated[Union[_Circle, _Square], Field(discriminator="kind")], _Line],
+                           Discriminator("kind")]]
+    by_name: dict[str, Annotated[Union[_Circle, _Line], Field(discriminator="kind")]] = {}
+    either: Union[int, list[_Circle]] = 0
+
+
+@pytest.mark.parametrize("loc, path", [
+    (("shapes", 0, "circle", "text"), "shapes[0].text"),
+    (("shapes", 0, "box", "circle"), "shapes[0].circle"),
+    (("shapes", 0, "square,box", "circle"), "shapes[0].circle"),
+    (("shapes", 0, "line", "square"), "shapes[0].square"),
+    (("shapes", 0, "circle,line", "text"), "shapes[0].circle,line.text"),  # two variants' tags: no tag
+    (("by_name", "circle", "circle", "text"), "by_name.circle.text"),  # a key, then the tag
+    (("either", "list[_Circle]", 0, "text"), "either.list[_Circle][0].text"),  # a plain union's members stay
+])
+def test_render_path_follows_the_schema(loc, path):
+    assert validation.render_path(_Drawing, loc) == path

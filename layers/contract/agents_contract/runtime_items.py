@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, TypeAdapter, ValidationError
 
 from .errors import InvalidRequest
+from .validation import render_path
 
 RUNTIME_ID_MAX = 128
 ITEM_TYPES = ("message", "reasoning", "mcp_call", "web_search_call")
@@ -106,16 +107,6 @@ RuntimeItem = Annotated[Union[Message, Reasoning, McpCall, WebSearchCall], Field
 _adapter: Optional[TypeAdapter[Any]] = None
 
 
-def _param(loc: tuple[Any, ...], where: str) -> str:
-    path = where
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif part not in ITEM_TYPES:  # the discriminator's tag is not a field
-            path += f".{part}"
-    return path
-
-
 def parse(raw: Any, *, done: bool, where: str = "item") -> tuple[str, dict[str, Any]]:
     """(the Runtime's own Item id, the public Item without Core's identity fields) or InvalidRequest
     naming the offending field."""
@@ -135,7 +126,7 @@ def parse(raw: Any, *, done: bool, where: str = "item") -> tuple[str, dict[str, 
         model = _adapter.validate_python(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        param = _param(tuple(first["loc"]), where)
+        param = render_path(RuntimeItem, first["loc"], where)  # every union's tag left out, the action's too
         raise InvalidRequest(f"Invalid '{param}': {first['msg']}.", param=param) from None
     runtime_id = model.id
     if not runtime_id or len(runtime_id) > RUNTIME_ID_MAX:
