@@ -24,6 +24,13 @@ from typing import Any, Optional
 log = logging.getLogger("local")
 MAX_CONNECTED = 24  # Runtime processes at most; the least recently started stops first
 RESTART_SECONDS = 3.0
+# How often the dev tenant's Environments are listed when nothing points at a change: each listing is a
+# GSI query, which moto answers by reading the whole table (it was a third of the stack's CPU at 4 a second
+# in a long run). A Session create is connected before its answer (local/server.py); after any create by
+# the dev tenant (a streamed Session create, environments.create) the listing runs every `interval` for
+# BUSY_SECONDS; a Runtime process that exits is seen at the next `interval`.
+IDLE_SECONDS = 2.0
+BUSY_SECONDS = 3.0
 
 
 class EnvironmentConnector:
@@ -39,6 +46,7 @@ class EnvironmentConnector:
         self.interval = interval
         self.processes: dict[str, tuple[subprocess.Popen[bytes], float]] = {}
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._lock = threading.Lock()
 
@@ -51,11 +59,25 @@ class EnvironmentConnector:
         from agents_core.store import default_store
 
         store = default_store()
+        busy_until = listed_at = 0.0
         while not self._stop.wait(self.interval):
-            try:
-                self._step(store)
-            except Exception:  # noqa: BLE001 - the next step tries again
-                log.exception("environment connector step failed")
+            now = time.monotonic()
+            if self._wake.is_set():
+                self._wake.clear()
+                busy_until = now + BUSY_SECONDS
+            exited = any(process.poll() is not None for process, _ in list(self.processes.values()))
+            if now < busy_until or exited or now - listed_at >= IDLE_SECONDS:
+                listed_at = now
+                try:
+                    self._step(store)
+                except Exception:  # noqa: BLE001 - the next step tries again
+                    log.exception("environment connector step failed")
+
+    def request_seen(self, method: str, path: str, authorization: str) -> None:
+        """Every request the local stack serves: a create by the dev tenant may bring an Environment."""
+        if method == "POST" and path in ("/v1/agents/sessions", "/v1/agents/environments") \
+                and authorization == f"Bearer {self.api_key}":
+            self._wake.set()
 
     def ensure(self, env_id: str, timeout: float = 15.0) -> bool:
         """Connect the dev tenant's Environment now and wait until it is connected, so a Session created

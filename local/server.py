@@ -406,6 +406,10 @@ class LocalStack:
         async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
             """A streaming route (responseTransferMode STREAM) goes, once admitted by the gateway, to its
             function's ASGI app as the Lambda Web Adapter would pass it: the same app as in AWS, streamed."""
+            connector = getattr(self, "environment_connector", None)
+            if connector is not None and scope["type"] == "http":
+                authorization = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), "")
+                connector.request_seen(scope["method"].upper(), scope["path"], authorization)
             found = gateway.match(scope["method"].upper(), scope["path"]) if scope["type"] == "http" else None
             if found is None or not found[0].streaming:
                 await buffered(scope, receive, send)
@@ -418,7 +422,6 @@ class LocalStack:
                 assert answer is not None
                 await Response(answer.body, status_code=answer.status, headers=answer.headers)(scope, receive, send)
                 return
-            connector = getattr(self, "environment_connector", None)
             if connector is not None and scope["method"] == "POST" and scope["path"] == "/v1/agents/sessions":
                 send = _connect_before_answering(send, connector)
             await handlers[admitted.route.function](apigw.asgi_scope(admitted.event), receive, send)
