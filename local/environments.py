@@ -26,9 +26,9 @@ MAX_CONNECTED = 24  # Runtime processes at most; the least recently started stop
 RESTART_SECONDS = 3.0
 # How often the dev tenant's Environments are listed when nothing points at a change: each listing is a
 # GSI query, which moto answers by reading the whole table (it was a third of the stack's CPU at 4 a second
-# in a long run). A Session create is connected before its answer (local/server.py); after any create by
-# the dev tenant (a streamed Session create, environments.create) the listing runs every `interval` for
-# BUSY_SECONDS; a Runtime process that exits is seen at the next `interval`.
+# in a long run). A Session create answered with JSON is connected before its answer (local/server.py);
+# after a create by the dev tenant that is not (a streamed Session create, environments.create) the
+# listing runs every `interval` for BUSY_SECONDS; a Runtime process that exits is seen at the next `interval`.
 IDLE_SECONDS = 2.0
 BUSY_SECONDS = 3.0
 
@@ -73,10 +73,10 @@ class EnvironmentConnector:
                 except Exception:  # noqa: BLE001 - the next step tries again
                     log.exception("environment connector step failed")
 
-    def request_seen(self, method: str, path: str, authorization: str) -> None:
-        """Every request the local stack serves: a create by the dev tenant may bring an Environment."""
-        if method == "POST" and path in ("/v1/agents/sessions", "/v1/agents/environments") \
-                and authorization == f"Bearer {self.api_key}":
+    def created(self, authorization: str) -> None:
+        """A create whose Environment is not connected before its answer (a streamed Session create,
+        environments.create): the dev tenant's is looked for at once, and again for a few seconds."""
+        if authorization == f"Bearer {self.api_key}":
             self._wake.set()
 
     def ensure(self, env_id: str, timeout: float = 15.0) -> bool:

@@ -128,10 +128,12 @@ def _environment(config: Config) -> None:
             sys.path.insert(0, path)
 
 
-def _connect_before_answering(send: Any, connector: Any) -> Any:
+def _connect_before_answering(send: Any, connector: Any, authorization: str, sessions: bool) -> Any:
     """The laptop is the dev tenant's workspace: a Session create that answers 201 with a JSON body (not a
     stream) and a self_hosted Environment has that Environment connected (through its own enrollment,
-    local/environments.py) before the answer goes out, so input can follow at once, as the README shows."""
+    local/environments.py) before the answer goes out, so input can follow at once, as the README shows.
+    Any other successful create (a streamed Session create, environments.create) has the connector look
+    for the dev tenant's new Environment at once."""
     from starlette.concurrency import run_in_threadpool
 
     held: list[dict[str, Any]] = []
@@ -139,9 +141,12 @@ def _connect_before_answering(send: Any, connector: Any) -> Any:
     async def wrapped(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in message.get("headers", [])}
-            if message.get("status") == 201 and headers.get("content-type", "").startswith("application/json"):
+            status = message.get("status", 500)
+            if status == 201 and headers.get("content-type", "").startswith("application/json") and sessions:
                 held.append(message)
                 return
+            if 200 <= status < 300:
+                connector.created(authorization)
         elif held:
             held.append(message)
             if message.get("more_body"):
@@ -407,9 +412,10 @@ class LocalStack:
             """A streaming route (responseTransferMode STREAM) goes, once admitted by the gateway, to its
             function's ASGI app as the Lambda Web Adapter would pass it: the same app as in AWS, streamed."""
             connector = getattr(self, "environment_connector", None)
-            if connector is not None and scope["type"] == "http":
+            if connector is not None and scope["type"] == "http" and scope["method"] == "POST" \
+                    and scope["path"] in ("/v1/agents/sessions", "/v1/agents/environments"):
                 authorization = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), "")
-                connector.request_seen(scope["method"].upper(), scope["path"], authorization)
+                send = _connect_before_answering(send, connector, authorization, scope["path"] == "/v1/agents/sessions")
             found = gateway.match(scope["method"].upper(), scope["path"]) if scope["type"] == "http" else None
             if found is None or not found[0].streaming:
                 await buffered(scope, receive, send)
@@ -422,8 +428,6 @@ class LocalStack:
                 assert answer is not None
                 await Response(answer.body, status_code=answer.status, headers=answer.headers)(scope, receive, send)
                 return
-            if connector is not None and scope["method"] == "POST" and scope["path"] == "/v1/agents/sessions":
-                send = _connect_before_answering(send, connector)
             await handlers[admitted.route.function](apigw.asgi_scope(admitted.event), receive, send)
 
         return app
