@@ -3,7 +3,6 @@ tests (the `make dev` stack uses the same parts over real sockets)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import threading
@@ -29,13 +28,6 @@ def reset_caches() -> None:
     vault_crypto.default_sealer.cache_clear()
 
 
-@functools.cache
-def _client(service: str) -> Any:
-    """One boto3 client per service for every stack of this process (a client costs ~20-100 ms of CPU to
-    make; moto intercepts every client's requests, whichever mock_aws context made it)."""
-    return boto3.client(service, region_name=template.REGION)
-
-
 class InProcessStack:
     """Requires an active `mock_aws(config=lambdas.MOTO_CONFIG)`."""
 
@@ -43,9 +35,9 @@ class InProcessStack:
         motofix.install()
         self.table = table
         self.runtimes: list[LocalRuntime] = []
-        self.dynamodb = _client("dynamodb")
+        self.dynamodb = boto3.client("dynamodb", region_name=template.REGION)
         template.create_table(self.dynamodb, table)
-        sfn = _client("stepfunctions")
+        sfn = boto3.client("stepfunctions", region_name=template.REGION)
         self.state_machines = {}
         for machine in template.state_machines():
             arn = sfn.create_state_machine(name=machine.logical_id, definition=machine.definition,
@@ -54,7 +46,7 @@ class InProcessStack:
             self.state_machines[machine.logical_id] = arn
         self._saved_env = {k: os.environ.get(k) for k in ("STATE_MACHINE_ARN", "TABLE_NAME", "WEBSOCKET_URL",
                                                            "CONNECTION_WAIT_STATE_MACHINE_ARN", "VAULT_KEY_ID")}
-        os.environ["VAULT_KEY_ID"] = template.create_keys(_client("kms"))["VaultKey"]
+        os.environ["VAULT_KEY_ID"] = template.create_keys(boto3.client("kms", region_name=template.REGION))["VaultKey"]
         os.environ["STATE_MACHINE_ARN"] = self.state_machines["TurnStateMachine"]
         os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = self.state_machines["ConnectionWaitStateMachine"]
         os.environ["TABLE_NAME"] = table
@@ -65,7 +57,7 @@ class InProcessStack:
         self.http = apigw.Gateway(self.handlers)
         self.ws = websocket.WebSocketGateway(self.handlers)
         websocket.install_moto_management_api(self.ws)
-        streams_client = _client("dynamodbstreams")
+        streams_client = boto3.client("dynamodbstreams", region_name=template.REGION)
         source = template.stream_sources()[0]
         self.poller = streams.StreamPoller(streams_client, streams.stream_arn(self.dynamodb, table),
                                            self.handlers[source.function], source,
