@@ -165,3 +165,57 @@ def test_dynamodb_results_written_directly_are_what_motos_serializer_writes(aws)
         ActionResult.execute_result = fast
     assert {"GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem", "BatchWriteItem",
             "TransactGetItems", "TransactWriteItems", "GetShardIterator", "GetRecords"} <= set(compared)
+
+
+def test_a_query_reading_only_its_partition_answers_what_motos_whole_table_sort_answers(aws):
+    """queries_read_what_they_need: table and index queries (conditions, order, limits, pages, filters,
+    projections) answer exactly what moto's own query answers."""
+    from moto.dynamodb.models.table import Table
+
+    entries = []
+    for p in range(6):
+        for s in range(12):
+            attrs = {"PK": {"S": f"P#{p}"}, "SK": {"S": f"S#{s:02d}"}, "n": {"N": str(s % 5)}}
+            if (p + s) % 3:
+                attrs |= {"GSI1PK": {"S": f"G#{s % 2}"}, "GSI1SK": {"S": f"{(s * 7) % 10:02d}#{p}"}}
+            entries.append({"Put": {"TableName": TABLE, "Item": attrs}})
+    for start in range(0, len(entries), 100):
+        aws.transact_write_items(TransactItems=entries[start:start + 100])
+
+    values = {":p": {"S": "P#3"}, ":a": {"S": "S#03"}, ":b": {"S": "S#09"}, ":g": {"S": "G#1"}, ":r": {"S": "05"},
+              ":n": {"N": "2"}, ":pre": {"S": "S#1"}}
+
+    def ask(**kwargs):
+        used = {k: v for k, v in values.items() if k in kwargs.get("KeyConditionExpression", "")
+                + kwargs.get("FilterExpression", "")}
+        pages, key = [], None
+        while True:
+            extra = {"ExclusiveStartKey": key} if key else {}
+            answer = aws.query(TableName=TABLE, ExpressionAttributeValues=used, **kwargs, **extra)
+            pages.append((answer["Items"], answer["Count"], answer["ScannedCount"], answer.get("LastEvaluatedKey")))
+            key = answer.get("LastEvaluatedKey")
+            if not key:
+                return pages
+
+    cases = [
+        {"KeyConditionExpression": "PK = :p"},
+        {"KeyConditionExpression": "PK = :p AND SK BETWEEN :a AND :b", "ScanIndexForward": False},
+        {"KeyConditionExpression": "PK = :p AND begins_with(SK, :pre)", "Limit": 1},
+        {"KeyConditionExpression": "PK = :p AND SK > :a", "Limit": 4, "FilterExpression": "n >= :n"},
+        {"KeyConditionExpression": "PK = :p", "ProjectionExpression": "SK, n", "Limit": 5},
+        {"KeyConditionExpression": "PK = :a"},  # an empty partition
+        {"KeyConditionExpression": "GSI1PK = :g", "IndexName": "GSI1"},
+        {"KeyConditionExpression": "GSI1PK = :g AND GSI1SK > :r", "IndexName": "GSI1", "ScanIndexForward": False},
+        {"KeyConditionExpression": "GSI1PK = :g", "IndexName": "GSI1", "Limit": 3},
+        {"KeyConditionExpression": "GSI1PK = :g", "IndexName": "GSI1", "Limit": 4, "FilterExpression": "n < :n"},
+    ]
+    fast = Table.query
+    for case in cases:
+        mine = ask(**case)
+        Table.query = fast.original
+        try:
+            theirs = ask(**case)
+        finally:
+            Table.query = fast
+        assert mine == theirs, case
+        assert sum(page[1] for page in mine) or case["KeyConditionExpression"] == "PK = :a", case
