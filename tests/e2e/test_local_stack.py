@@ -60,7 +60,7 @@ def test_a_hung_runtime_heartbeat_timeout_is_caught(client, local_stack):
         stopped = time.time()
         wait_for(lambda: client.beta.agents.sessions.turns.retrieve(action.turn_id, session_id=session.id).status
                  == "failed", timeout=HEARTBEAT + 10)
-        assert HEARTBEAT - 1 < time.time() - stopped < HEARTBEAT + 5
+        assert time.time() - stopped > HEARTBEAT - 1  # it waited for the heartbeat bound (the wait above caps it)
     finally:
         hung.kill()
     entered, history = _states_entered(local_stack, action.turn_id)
@@ -75,14 +75,15 @@ def test_runtime_killed_mid_turn_fails_at_once(client, local_stack):
         session = create(client, "call get_weather {}\nsay never", harness="minimax_code")
         action = wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions)[0]
         doomed.kill()  # the socket closes: $disconnect fails the claimed Turn
-        killed = time.time()
         wait_for(lambda: client.beta.agents.sessions.turns.retrieve(action.turn_id, session_id=session.id).status
                  == "failed", timeout=HEARTBEAT + 10)
-        assert time.time() - killed < HEARTBEAT
     finally:
         doomed.kill()
-    entered, _ = _states_entered(local_stack, action.turn_id)
+    entered, history = _states_entered(local_stack, action.turn_id)
     assert entered == ["Dispatch", "SettleLost"]
+    # at once: the disconnect failed the task (SendTaskFailure), not the heartbeat bound (how long that took
+    # depends on the machine's load, which this test does not assume)
+    assert [e["type"] for e in history if e["type"] in ("TaskFailed", "TaskTimedOut")] == ["TaskFailed"]
 
 
 def test_second_tenant_key_from_the_cli_is_isolated(client, local_stack):
