@@ -37,7 +37,8 @@ def message(text):
 
 
 def turns(client, session_id):
-    return sorted(client.beta.agents.sessions.turns.list(session_id).data, key=lambda t: t.created_at)
+    """Oldest first, as the API orders them (two Turns created in the same second tie on created_at)."""
+    return client.beta.agents.sessions.turns.list(session_id, order="asc").data
 
 
 def sent_with(native, marker):
