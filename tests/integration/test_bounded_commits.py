@@ -39,9 +39,7 @@ def new_turn_runs(client, stack, session_id):
     client.beta.agents.sessions.events.create(session_id, events=[{
         "type": "agent.session.input.message",
         "input": [{"role": "user", "content": [{"type": "input_text", "text": "say again"}]}]}])
-    turns = client.beta.agents.sessions.turns.list(session_id).data
-    newest = max(turns, key=lambda t: t.created_at)
-    return newest
+    return client.beta.agents.sessions.turns.list(session_id, order="desc").data[0]  # newest (created_at ties)
 
 
 ENDINGS = ["cancel", "completion", "runtime_loss"]
