@@ -153,5 +153,9 @@ class EnvironmentConnector:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        for env_id in list(self.processes):
-            self._terminate(env_id)
+        with self._lock:
+            for process, _ in self.processes.values():  # all at once, then each waited for
+                if process.poll() is None:
+                    process.terminate()
+            for env_id in list(self.processes):
+                self._terminate(env_id)

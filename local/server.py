@@ -505,6 +505,7 @@ class LocalStack:
         self.poller.stop()
         for server in self._servers:
             server.should_exit = True
+            server.force_exit = True  # open streams and sockets are not waited for: the stack is going
         for thread in self._threads:
             thread.join(timeout=5)
         self.moto.stop()
