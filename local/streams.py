@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -45,6 +46,9 @@ def _as_event_value(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+SHARD_REFRESH_SECONDS = 10.0
+
+
 @dataclass
 class StreamPoller:
     client: Any  # dynamodbstreams client
@@ -58,11 +62,19 @@ class StreamPoller:
     _attempts: dict[str, int] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _wake: threading.Event = field(default_factory=threading.Event)  # a stream record was appended
+    _shard_ids: tuple[float, list[str]] = (float("-inf"), [])  # when the shards were listed, and them
     delivered: int = 0
 
     def _shards(self) -> list[str]:
-        desc = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
-        return [s["ShardId"] for s in desc["Shards"]]
+        """The stream's shards, listed again every SHARD_REFRESH_SECONDS (as Lambda's poller discovers new
+        shards now and then, not before every read: DescribeStream at every pump was a tenth of the stack's
+        CPU)."""
+        listed, shards = self._shard_ids
+        if time.monotonic() - listed >= SHARD_REFRESH_SECONDS:
+            desc = self.client.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
+            shards = [s["ShardId"] for s in desc["Shards"]]
+            self._shard_ids = (time.monotonic(), shards)
+        return shards
 
     def _fetch(self, shard: str) -> list[dict[str, Any]]:
         if shard not in self._iterators:
