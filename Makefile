@@ -12,7 +12,7 @@ TEST_WORKERS ?= 2
 $(STAMP): requirements-dev.txt layers/contract/requirements.txt runtime/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-compile -r requirements-dev.txt
 	touch $(STAMP)
 
 node_modules/.installed: package.json
@@ -22,7 +22,9 @@ node_modules/.installed: package.json
 ## test: lint (ruff, cfn-lint, sam validate when installed, asl-validator) then every test
 # It writes bytecode even where the environment sets PYTHONDONTWRITEBYTECODE (an empty value is unset): otherwise
 # every pytest process rewrites the assertions of ~430 plugin modules again (schemathesis, hypothesis: ~5 s
-# each) and every stack and Runtime process compiles ours again. The files are .gitignored.
+# each) and every stack and Runtime process compiles ours again. The files are .gitignored. pip installs with
+# --no-compile: byte-compiling every module of every package (moto's hundreds of services) took half the
+# install's 43 s; the first process that imports a module compiles that one.
 test: export PYTHONDONTWRITEBYTECODE =
 test: lint browser sandbox
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 --cov=agents_contract --cov-report=term --cov-fail-under=95
