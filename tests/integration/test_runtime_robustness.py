@@ -48,7 +48,8 @@ def test_a_chatty_turn_of_100_items_beside_a_waiting_turn_on_the_same_runtime_bo
     # the script and its 100 messages, none lost or doubled, in order
     assert (figures["lost"], figures["duplicated"], figures["in_order"]) == (0, 0, True)
     # Heartbeats reached Core during the flood, each behind at most a window of the chatty Turn's
-    # observations (and a few heartbeats), never behind the hundreds of observations 100 Items make.
+    # observations (and the waiting Turn's few), never behind the hundreds of observations 100 Items make.
+    # Heartbeats queued ahead are not counted: how many pile up depends on the machine's load.
     assert figures["waiting_heartbeats"] >= 1
     assert figures["most_queued_ahead_of_a_heartbeat"] <= WINDOW + 4, figures
     # Case 8: no per-Item growth on the Turn item (Runtime Item ids live in their own RID# rows).
