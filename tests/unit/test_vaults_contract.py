@@ -111,13 +111,17 @@ def test_token_endpoint_rules(url, policy, allowed):
     ("2029-12-31T19:00:00-05:00", Y2030),
     ("2030-01-01T00:00:00.999Z", Y2030),
     ("2030-01-01t00:00:00Z", Y2030),
+    ("2030-01-01t00:00:00z", Y2030),  # RFC 3339 5.6: T and Z may be lowercase
 ])
 def test_expiry_is_unix_seconds(value, seconds):
     assert vaults.expiry_seconds(value) == seconds
 
 
 @pytest.mark.parametrize("value", ["2030-01-01T00:00:00", "2030-01-01", "2030-01-01 00:00:00Z", "soon", "",
-                                   "2030-13-01T00:00:00Z"])
+                                   "2030-13-01T00:00:00Z", "2030-01-01T25:00:00Z",
+                                   # ISO 8601 forms that are not RFC 3339
+                                   "20300101T000000Z", "2030-01-01T00:00Z", "2030-W01-1T00:00:00Z",
+                                   "2030-01-01T00:00:00+0100"])
 def test_an_expiry_without_a_time_zone_or_not_a_timestamp_is_rejected(value):
     assert rejection(vaults.expiry_seconds, value) == (EXPIRY_ERROR, "auth.expires_at")
 

@@ -11,6 +11,7 @@ here can hold one.
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
@@ -99,13 +100,19 @@ def _name(value: str, param: str = "name") -> str:
     return trimmed
 
 
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
+
+
 def expiry_seconds(value: str, param: str = "auth.expires_at") -> int:
-    """An RFC 3339 timestamp with its offset -> Unix seconds."""
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        parsed = None
-    if parsed is None or parsed.tzinfo is None or "T" not in value.upper():
+    """An RFC 3339 timestamp with its offset (section 5.6: `T` and `Z` in either case) -> Unix seconds.
+    Other ISO 8601 forms (a basic `20300101T000000Z`, no seconds, week dates) are refused."""
+    parsed = None
+    if isinstance(value, str) and _RFC3339.fullmatch(value):
+        try:
+            parsed = datetime.fromisoformat(value.upper())
+        except ValueError:  # a day or an hour out of range
+            parsed = None
+    if parsed is None or parsed.tzinfo is None:
         raise InvalidRequest(f"Invalid '{param}': expected an RFC 3339 timestamp with a time zone, such as "
                              "'2026-01-01T00:00:00Z'.", param=param)
     return int(parsed.timestamp())
