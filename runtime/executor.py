@@ -7,8 +7,8 @@ exec-server then opens a WebSocket to this listener (`--executor-listen`, reacha
 with that token. Its frames never travel through API Gateway's WebSocket API (128 KB messages, 32 KB
 frames): the listener joins them, frame for frame and unchanged, to the Codex app-server this Runtime
 runs for the Environment's Session, which connects to a loopback endpoint here
-(`environment/add {environmentId, execServerUrl}`). Core hears `executor.connected` when an exec-server
-joins and `executor.disconnected` when it is gone past a grace (it reconnects ~0.7 s after a close).
+(`environment/add {environmentId, execServerUrl, authBearerToken}`: the endpoint's secret is a bearer,
+never in the URL). Core hears `executor.connected` when an exec-server joins and `executor.disconnected` when it is gone past a grace (it reconnects ~0.7 s after a close).
 
 One exec-server connection serves one app-server connection, once: when either side closes, the other is
 closed too, so the exec-server reconnects with a fresh JSON-RPC session for the next app-server (its
@@ -135,8 +135,10 @@ class ExecutorHub(LoopServer):
                 raise WorkspaceError(f"The stdio MCP server '{tool.get('server_label')}' runs on the Environment's "
                                      "machine, which an exec-server does not start servers on: connect this "
                                      "Environment with its enrollment's Runtime command instead.")
-        url = f"ws://127.0.0.1:{self.port}/app/{env_id}?k={self.app_secret}"
-        return {**message, "executor": {"environment_id": env_id, "url": url,
+        # The endpoint's secret travels as the app-server's bearer (`authBearerToken`), never in the URL,
+        # which the app-server may print in an error that reaches a log or a Turn's error.
+        url = f"ws://127.0.0.1:{self.port}/app/{env_id}"
+        return {**message, "executor": {"environment_id": env_id, "url": url, "token": self.app_secret,
                                         "cwd": environment.get("workspace_directory") or "/workspace"}}
 
     def _tell(self, message: dict[str, Any]) -> None:
@@ -152,7 +154,8 @@ class ExecutorHub(LoopServer):
         segments = parts.path.strip("/").split("/")
         if len(segments) == 2 and segments[0] == "app":
             peer = connection.remote_address[0] if connection.remote_address else ""
-            if not _loopback(peer) or not hmac.compare_digest(query.get("k", [""])[0], self.app_secret):
+            bearer = request.headers.get("Authorization") or ""
+            if not _loopback(peer) or not hmac.compare_digest(bearer, f"Bearer {self.app_secret}"):
                 return connection.respond(403, "Forbidden\n")
             return None
         if len(segments) >= 2 and segments[-2] == "executor":

@@ -31,9 +31,11 @@ def expect(hub, registration="xreg_1", env_id="env_abc", token="tok-1"):
     return f"{hub.public_url}/{registration}?token={token}"
 
 
-def app_url(hub, env_id="env_abc"):
-    return hub.bind({"harness": "codex", "session_id": "sess_" + env_id.removeprefix("env_"),
-                     "environment": {"type": "self_hosted", "workspace_directory": "/w"}, "agent": {}})["executor"]["url"]
+def app_connect(hub, env_id="env_abc", **kwargs):
+    """As the app-server joins: the bound URL, with the bound token as its bearer (`authBearerToken`)."""
+    executor = hub.bind({"harness": "codex", "session_id": "sess_" + env_id.removeprefix("env_"),
+                         "environment": {"type": "self_hosted", "workspace_directory": "/w"}, "agent": {}})["executor"]
+    return connect(executor["url"], additional_headers={"Authorization": f"Bearer {executor['token']}"}, **kwargs)
 
 
 def test_a_registered_exec_server_is_joined_to_the_app_server_frame_for_frame(hub):
@@ -45,12 +47,15 @@ def test_a_registered_exec_server_is_joined_to_the_app_server_frame_for_frame(hu
         connect(f"{hub.public_url}/xreg_nope?token=tok-1", open_timeout=5)
     assert unknown.value.response.status_code == 409  # not expected here: register again
     with pytest.raises(InvalidStatus) as outsider:
-        connect(app_url_for_missing(hub), open_timeout=5)
+        connect(app_url_for_missing(hub), additional_headers={"Authorization": "Bearer wrong"}, open_timeout=5)
     assert outsider.value.response.status_code == 403
+    with pytest.raises(InvalidStatus) as no_bearer:
+        connect(app_url_for_missing(hub), open_timeout=5)
+    assert no_bearer.value.response.status_code == 403
     executor = connect(url, max_size=None, open_timeout=5)
     wait_for(lambda: hub.told, timeout=5)
     assert hub.told == [{"action": "executor.connected", "registration_id": "xreg_1"}]
-    app = connect(app_url(hub), max_size=None, open_timeout=5)
+    app = app_connect(hub, max_size=None, open_timeout=5)
     big = json.dumps({"id": 1, "result": {"data": "x" * 400_000}})
     app.send(json.dumps({"id": 1, "method": "fs/readFile", "params": {}}))
     assert json.loads(executor.recv(timeout=5))["method"] == "fs/readFile"
@@ -75,19 +80,19 @@ def test_a_registered_exec_server_is_joined_to_the_app_server_frame_for_frame(hu
 
 
 def app_url_for_missing(hub):
-    return f"ws://127.0.0.1:{hub.port}/app/env_abc?k=wrong"
+    return f"ws://127.0.0.1:{hub.port}/app/env_abc"
 
 
 def test_an_app_server_waits_for_a_fresh_exec_server_connection(hub):
     url = expect(hub)
     first = connect(url, max_size=None, open_timeout=5)
     wait_for(lambda: hub.told, timeout=5)
-    app = connect(app_url(hub), max_size=None, open_timeout=5)
+    app = app_connect(hub, max_size=None, open_timeout=5)
     app.close()  # the app-server left: that exec-server connection is used up and closed
     with pytest.raises(ConnectionClosed):
         first.recv(timeout=5)
     started = time.monotonic()
-    second_app = connect(app_url(hub), max_size=None, open_timeout=5)
+    second_app = app_connect(hub, max_size=None, open_timeout=5)
     fresh = connect(expect(hub, "xreg_2", token="tok-2"), max_size=None, open_timeout=5)
     second_app.send("ping-frame")
     assert fresh.recv(timeout=5) == "ping-frame" and time.monotonic() - started < 10

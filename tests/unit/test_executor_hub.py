@@ -24,7 +24,8 @@ def hub():
 def test_a_joined_environments_codex_turn_is_bound_to_the_loopback_endpoint(hub):
     bound = hub.bind(start())
     assert bound["executor"] == {"environment_id": "env_abc", "cwd": "/home/me/project",
-                                 "url": f"ws://127.0.0.1:4567/app/env_abc?k={hub.app_secret}"}
+                                 "url": "ws://127.0.0.1:4567/app/env_abc", "token": hub.app_secret}
+    assert hub.app_secret not in bound["executor"]["url"]  # a bearer, never in a URL an error may print
 
 
 @pytest.mark.parametrize("message", [start(harness="claude_code"), start(kind="none"), start(kind="openai_hosted"),

@@ -45,7 +45,8 @@ class ExecutorSession(CodexSession):
         self.executor = executor
         if self._added_to is not peer:
             await peer.request("environment/add", {"environmentId": executor["environment_id"],
-                                                   "execServerUrl": executor["url"]}, timeout=START_TIMEOUT)
+                                                   "execServerUrl": executor["url"],
+                                                   "authBearerToken": executor["token"]}, timeout=START_TIMEOUT)
             self._added_to = peer
         else:
             await settle(peer, executor["environment_id"])
