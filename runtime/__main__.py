@@ -209,12 +209,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if provider is not None:
         logging.getLogger("runtime").info("scripted model provider on %s", provider.base_url)
-    hosted = None
+    hosted = egress = None
+    if workspace is None:  # an operator's Runtime: every connection made for a tenant follows the egress policy
+        try:
+            egress = egress_proxy(os.path.expanduser(args.hosted_environments or args.state_dir))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            for driver in drivers.values():
+                driver.close()
+            return 2
     if args.hosted_environments:
         from .sandbox import SandboxError
 
         try:
-            hosted = hosted_environments(args.hosted_environments, drivers)
+            hosted = hosted_environments(args.hosted_environments, drivers, egress)
         except SandboxError as exc:
             print(f"error: {exc}", file=sys.stderr)
             for driver in drivers.values():
@@ -222,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         logging.getLogger("runtime").info("hosting Environments in %s (host %s)", hosted.directory, hosted.host_id)
     client = RuntimeClient(args.url, args.token, drivers, args.heartbeat, workspace=workspace,
-                           credential_file=credential_file, hosted=hosted)
+                           credential_file=credential_file, hosted=hosted, egress=egress)
     if args.executor_listen:
         if "codex" not in args.native or workspace is not None or hosted is not None:
             p.error("--executor-listen needs --native codex on an operator's shared Runtime (not an Environment's, "
@@ -251,33 +259,52 @@ def main(argv: list[str] | None = None) -> int:
     return 2 if client.fatal else 0
 
 
-def hosted_environments(directory: str, drivers: dict[str, Any]) -> Any:
-    """The sandbox host, and a provider bridge per native Harness: the operator's key is added on the
-    Runtime's side of the bridge, so no sandbox ever holds it (and no child process inherits it)."""
+def provider_bridge(drivers: dict[str, Any], directory: str) -> tuple[Any, dict[str, str]]:
+    """The model bridge of the native Harnesses' providers (their inference routes only, the operator's key
+    added on this side), and the base path each provider has behind it; the keys leave this process's
+    environment, so no child process inherits them."""
     import urllib.parse
 
-    from .bridge import ProviderBridge
-    from .sandbox import Bridge, HostedEnvironments
+    from .bridge import ProviderBridge, inference_routes
 
-    binaries = {h: os.path.dirname(d.binary) for h, d in drivers.items() if getattr(d, "binary", None)}
-    hosted = HostedEnvironments(directory, binaries)
+    routes, paths = [], {}
     for harness, driver in drivers.items():
         provider = getattr(driver, "provider", None)
         if provider is None:
             continue
         base = provider.base_url or "https://api.anthropic.com"
-        parts = urllib.parse.urlsplit(base)
         header = None
         if harness == "codex" and getattr(provider, "env_key", None):
             header = ("Authorization", f"Bearer {os.environ.get(provider.env_key, '')}")
         elif harness == "claude_code" and provider.kind != "scripted":
             header = ("x-api-key", os.environ.get("ANTHROPIC_API_KEY", ""))
-        socket_path = str(hosted.directory / f"{harness}-provider.sock")
-        bridge = ProviderBridge(f"{parts.scheme}://{parts.netloc}", header, socket_path).start()
-        hosted.bridges[harness] = Bridge(bridge.url, socket_path, parts.path.rstrip("/"))
+        routes += inference_routes(harness, base, header)
+        paths[harness] = urllib.parse.urlsplit(base).path.rstrip("/")
     for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
-        os.environ.pop(name, None)  # the bridges hold them now
-    return hosted
+        os.environ.pop(name, None)  # the bridge holds them now
+    return ProviderBridge(routes, os.path.join(directory, "bridge")).start(), paths
+
+
+def egress_proxy(directory: str) -> Any:
+    """The egress proxy every tenant-driven connection leaves through (AGENTS_CORE_EGRESS_ALLOW,
+    AGENTS_CORE_PACKAGE_REGISTRIES)."""
+    from .egress import REGISTRIES_VARIABLE, EgressPolicy, EgressProxy, parse_registries
+    from .sandbox import BRIDGE_PORT
+
+    return EgressProxy(EgressPolicy.from_environment(), os.path.join(directory, "egress"),
+                       registries=parse_registries(os.environ.get(REGISTRIES_VARIABLE)),
+                       bridge_port=BRIDGE_PORT).start()
+
+
+def hosted_environments(directory: str, drivers: dict[str, Any], egress: Any) -> Any:
+    """The sandbox host: each Environment's namespace reaches the provider through the bridge and the
+    internet through the egress proxy, never the host's network."""
+    from .sandbox import HostedEnvironments
+
+    binaries = {h: os.path.dirname(d.binary) for h, d in drivers.items() if getattr(d, "binary", None)}
+    root = os.path.expanduser(directory)
+    bridge, paths = provider_bridge(drivers, root) if binaries else (None, {})
+    return HostedEnvironments(directory, binaries, egress=egress, bridge=bridge, provider_paths=paths)
 
 
 def dry_run(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -1,64 +1,117 @@
-"""The model-provider bridge of hosted Environments: a sandbox calls the provider, never reads the key.
+"""The model-provider bridge: a Harness in a network namespace calls the provider, never reads the key.
 
-A Harness in a sandbox is configured with a loopback base URL and a placeholder key. The bridge (in the
-Runtime's own process, outside every sandbox) receives each HTTP request, drops whatever credential
-headers it carries, adds the operator's real one, and relays the request to the real provider, then
-the response back unchanged (streaming included). One request per connection (`Connection: close`), so
-each request's head passes through the bridge. It listens on a loopback TCP port (sandboxes that share
-the host's network) and on a Unix socket (sandboxes with `network.access: disabled`, where a forwarder
-inside relays a loopback port to it).
+A Harness in a sandbox (a hosted Environment's, or a shared Runtime's network namespace) is configured with
+a loopback base URL and a placeholder key that is a token of its own. The bridge (in the Runtime's own
+process, outside every namespace) listens on one Unix socket per namespace, bound into that namespace
+only, and for each request:
+- checks the token against the one that socket was issued (another namespace's token is refused, so a
+  call is attributed to its Environment, and logged with its id, never a key);
+- forwards only the provider's inference routes the Harnesses use (`Route`: method and path; anything
+  else, such as `POST /v1/files`, is a 403): the bridge is not an open relay of the operator's key;
+- drops whatever credential headers the request carries and adds the operator's real one, then relays
+  the request to the real provider and the response back unchanged (streaming included).
+One request per connection (`Connection: close`), so each request's head passes through the bridge.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import os
+import pathlib
+import secrets
 import ssl
 import urllib.parse
+from dataclasses import dataclass
 from typing import Optional
 
-from .loopserver import LoopServer
+from .loopserver import LoopServer, pipe
 
 log = logging.getLogger("runtime.bridge")
 
 HEAD_LIMIT = 64 * 1024
-_DROPPED = {b"authorization", b"x-api-key", b"api-key", b"host", b"connection", b"proxy-connection", b"keep-alive"}
+_DROPPED = {b"authorization", b"x-api-key", b"api-key", b"host", b"connection", b"proxy-connection", b"keep-alive",
+            b"proxy-authorization"}
+
+
+@dataclass(frozen=True)
+class Route:
+    """One inference route: `method` and exact `path` (no query) as the Harness sends it, relayed to
+    `upstream` (scheme://host[:port]) with `header` added (None: a provider that takes no key)."""
+
+    harness: str
+    method: str
+    path: str
+    upstream: str
+    header: Optional[tuple[str, str]] = None
+
+
+def inference_routes(harness: str, base_url: str, header: Optional[tuple[str, str]]) -> list[Route]:
+    """The routes a Harness needs of its provider, under the provider's base URL.
+
+    Codex (Responses API, `wire_api = "responses"`): `POST {base}/responses` (streamed turns; compaction
+    goes through the same route). Claude Code (Messages API): `POST {base}/v1/messages` (`?beta=true`)
+    and `POST {base}/v1/messages/count_tokens`."""
+    parts = urllib.parse.urlsplit(base_url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    base = parts.path.rstrip("/")
+    if harness == "codex":
+        paths = [("POST", f"{base}/responses")]
+    elif harness == "claude_code":
+        paths = [("POST", f"{base}/v1/messages"), ("POST", f"{base}/v1/messages/count_tokens")]
+    else:
+        raise ValueError(f"no provider routes for '{harness}'")
+    return [Route(harness, method, path, origin, header) for method, path in paths]
 
 
 class ProviderBridge(LoopServer):
     thread_name = "provider bridge"
 
-    def __init__(self, upstream: str, header: Optional[tuple[str, str]], socket_path: str):
-        """`upstream`: the provider's origin (scheme://host[:port]; paths pass unchanged); `header`: (name, value) to add, or None
-        (a provider that takes no key, such as the scripted one)."""
-        parsed = urllib.parse.urlsplit(upstream)
-        self.scheme = parsed.scheme
-        self.host = parsed.hostname or "127.0.0.1"
-        self.port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        self.netloc = parsed.netloc
-        self._header = header
-        self.socket_path = socket_path
-        self.port_tcp = 0
+    def __init__(self, routes: list[Route], directory: str):
+        self.routes = {(r.method, r.path): r for r in routes}
+        self.directory = pathlib.Path(directory)
+        self._tokens: dict[str, str] = {}  # identity -> its token
+        self._servers: dict[str, asyncio.AbstractServer] = {}
+        self.requests = 0
+        self.refused = 0
         super().__init__()
-        self._servers: list[asyncio.AbstractServer] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port_tcp}"
 
     async def _listen(self) -> None:
-        tcp = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port_tcp = tcp.sockets[0].getsockname()[1]
-        if os.path.exists(self.socket_path):
-            os.unlink(self.socket_path)
-        unix = await asyncio.start_unix_server(self._serve, self.socket_path)
-        os.chmod(self.socket_path, 0o666)  # noqa: S103 - every sandbox's uid may call the provider (never read the key)
-        self._servers = [tcp, unix]
+        self.directory.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.directory, 0o711)  # noqa: S103 - a socket is reached by its path where it is bound
+
+    def token(self, identity: str) -> str:
+        """The placeholder key of one namespace: what its Harness sends where the key would be."""
+        if identity not in self._tokens:
+            self._tokens[identity] = "acb_" + secrets.token_urlsafe(24)
+        return self._tokens[identity]
+
+    def socket_for(self, identity: str, owner: Optional[int] = None) -> str:
+        """One namespace's socket (created once), answering only that namespace's token."""
+        path = self.directory / f"{identity}.sock"
+        key = str(path)
+        self.token(identity)
+        if key in self._servers and path.exists():
+            return key
+
+        async def listen() -> None:
+            if path.exists():
+                path.unlink()
+            server = await asyncio.start_unix_server(lambda r, w: self._serve(r, w, identity), key)
+            if owner is not None:
+                os.chown(key, owner, owner)
+                os.chmod(key, 0o600)
+            else:
+                os.chmod(key, 0o666)  # noqa: S103 - reached only where it is bound (one namespace)
+            self._servers[key] = server
+
+        asyncio.run_coroutine_threadsafe(listen(), self.loop).result(10)
+        return key
 
     def stop(self) -> None:
         async def shutdown() -> None:
-            for server in self._servers:
+            for server in self._servers.values():
                 server.close()
             pending = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for task in pending:
@@ -71,7 +124,23 @@ class ProviderBridge(LoopServer):
             log.debug("bridge shutdown incomplete", exc_info=True)
         self.loop.call_soon_threadsafe(self.loop.stop)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _authorized(self, identity: str, headers: list[bytes]) -> bool:
+        expected = self._tokens.get(identity)
+        if expected is None:
+            return False
+        for line in headers:
+            name, _, value = line.partition(b":")
+            name = name.strip().lower()
+            value = value.strip()
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                value = value[7:].strip()
+            elif name != b"x-api-key":
+                continue
+            if hmac.compare_digest(value, expected.encode()):
+                return True
+        return False
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, identity: str) -> None:
         upstream_writer = None
         try:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -79,18 +148,37 @@ class ProviderBridge(LoopServer):
                 raise ValueError("head too large")
             lines = head[:-4].split(b"\r\n")
             method, target, version = lines[0].split(b" ", 2)
+            path = urllib.parse.urlsplit(target.decode("latin-1")).path
+            route = self.routes.get((method.decode("latin-1").upper(), path))
+            if not self._authorized(identity, lines[1:]):
+                self.refused += 1
+                log.info("bridge refused %s: %s %s (not this namespace's token)", identity, method.decode(), path)
+                await _answer(writer, 401, "authentication_error",
+                              "This bridge answers only the token its namespace was given.")
+                return
+            if route is None:
+                self.refused += 1
+                log.info("bridge refused %s: %s %s (not an inference route)", identity, method.decode(), path)
+                await _answer(writer, 403, "permission_error",
+                              f"{method.decode()} {path} is not a model inference route this bridge relays.")
+                return
+            self.requests += 1
+            log.info("bridge %s: %s %s (%s)", identity, route.method, path, route.harness)
+            parsed = urllib.parse.urlsplit(route.upstream)
             headers = [line for line in lines[1:] if line.split(b":", 1)[0].strip().lower() not in _DROPPED]
-            headers.append(b"Host: " + self.netloc.encode())
+            headers.append(b"Host: " + parsed.netloc.encode())
             headers.append(b"Connection: close")
-            if self._header is not None:
-                headers.append(f"{self._header[0]}: {self._header[1]}".encode())
+            if route.header is not None:
+                headers.append(f"{route.header[0]}: {route.header[1]}".encode())
             request = b" ".join([method, target, version]) + b"\r\n" + b"\r\n".join(headers) + b"\r\n\r\n"
-            context = ssl.create_default_context() if self.scheme == "https" else None
+            context = ssl.create_default_context() if parsed.scheme == "https" else None
+            host = parsed.hostname or "127.0.0.1"
+            port = parsed.port or (443 if parsed.scheme == "https" else 80)
             upstream_reader, upstream_writer = await asyncio.open_connection(
-                self.host, self.port, ssl=context, server_hostname=self.host if context else None)
+                host, port, ssl=context, server_hostname=host if context else None)
             upstream_writer.write(request)
             await upstream_writer.drain()
-            await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+            await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
         except (OSError, ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
             log.debug("bridge request failed: %s", type(exc).__name__)
         finally:
@@ -99,19 +187,15 @@ class ProviderBridge(LoopServer):
                     w.close()
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _answer(writer: asyncio.StreamWriter, status: int, kind: str, message: str) -> None:
+    import json
+
+    reason = {401: "Unauthorized", 403: "Forbidden"}.get(status, "Error")
+    body = json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+    writer.write(f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                 "Connection: close\r\n\r\n".encode() + body)
     try:
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                break
-            writer.write(data)
-            await writer.drain()
-    except (OSError, asyncio.IncompleteReadError):
+        await writer.drain()
+    except OSError:
         pass
-    finally:
-        try:
-            if writer.can_write_eof():
-                writer.write_eof()
-        except OSError:
-            pass
+

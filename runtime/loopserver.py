@@ -1,5 +1,6 @@
-"""A server that runs on an asyncio loop of its own, in a daemon thread (the provider bridge, the
-executor listener): `start()` returns once `_listen()` has bound its sockets."""
+"""A server that runs on an asyncio loop of its own, in a daemon thread (the provider bridge, the egress
+proxy, the executor listener): `start()` returns once `_listen()` has bound its sockets; `pipe` relays one
+direction of a connection."""
 
 from __future__ import annotations
 
@@ -28,3 +29,22 @@ class LoopServer:
 
     async def _listen(self) -> None:
         raise NotImplementedError
+
+
+async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copy `reader` to `writer` until EOF, then half-close `writer` (the other direction may go on)."""
+    try:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                break
+            writer.write(data)
+            await writer.drain()
+    except (OSError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        try:
+            if writer.can_write_eof():
+                writer.write_eof()
+        except OSError:
+            pass

@@ -24,8 +24,11 @@ ENDED_KEPT = 10_000  # ids of ended Turns remembered after their state is let go
 class Runtime:
     def __init__(self, send: Emit, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
                  workspace: Optional[Workspace] = None, on_welcome: Optional[Callable[[dict[str, Any]], None]] = None,
-                 hosted: Any = None):
+                 hosted: Any = None, egress: Any = None):
         self.send = send
+        # an operator's Runtime (shared or hosted): the egress proxy (runtime.egress.EgressProxy) every
+        # connection made for a tenant leaves through; None on an Environment's own machine
+        self.egress = egress
         self.workspace = workspace  # an Environment's Runtime: its bound directory and tool variables
         self.hosted = hosted  # a host of hosted Environments (runtime.sandbox.HostedEnvironments): one sandbox each
         if hosted is not None:
@@ -208,6 +211,8 @@ class Runtime:
         """Placement is a security boundary here too: a shared Runtime runs `environment: none` only;
         an Environment's Runtime runs its Sessions in its bound workspace."""
         placement = (message.get("environment") or {}).get("type")
+        if self.egress is not None:
+            message = {**message, "egress": self.egress}
         if self.hosted is not None:
             if placement != "openai_hosted":
                 raise WorkspaceError("This Runtime hosts openai_hosted Environments only.")

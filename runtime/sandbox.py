@@ -13,11 +13,15 @@ servers and its setup run inside one sandbox that sees only:
   needs. bwrap itself is started with that same environment, so the sandbox's pid 1 (readable at
   /proc/1/environ from inside) holds nothing else.
 It never sees the Runtime's state directory, its Core token, the operator's model key or another
-Environment. The model provider is reached through a bridge (`runtime/bridge.py`): the Harness talks to
-a loopback URL, and the Runtime adds the operator's key on its side of the bridge, so the sandbox can
-call the provider but never read the key. With `network.access: disabled` the sandbox has its own
-network namespace (loopback only) and the bridge arrives as a Unix socket, relayed to a loopback port
-inside by a small forwarder.
+Environment, and it never shares the host's network: every sandbox has a network namespace of its own
+that holds only loopback, whatever its `network.access`. The ways out are Unix sockets bound into it and
+relayed to loopback ports inside by a small forwarder:
+- the model bridge (`runtime/bridge.py`) at 127.0.0.1:8555: the Harness calls the provider's inference
+  routes with a token of this Environment's own, and the bridge adds the operator's key outside;
+- with `network.access: enabled`, the egress proxy (`runtime/egress.py`) at 127.0.0.1:8556, advertised as
+  HTTP_PROXY/HTTPS_PROXY: the public internet only (no host loopback, link-local or metadata service,
+  private range, host address or other sandbox), checked after DNS resolution on every connection;
+- while packages install, a proxy socket that reaches only the package registries.
 
 An Environment is prepared once on its host (files, packages, setup commands; `prepare`), and its
 Turns always run here (Core keeps the affinity). A Harness process stops when idle (the driver's idle
@@ -49,7 +53,9 @@ INSIDE_HOME = "/home/agent"
 INSIDE_STATE = "/state"
 INSIDE_RUN = "/run/agents-core"
 INSIDE_OPT = "/opt/agents-core"
-BRIDGE_PORT = 8555  # inside a sandbox without network: the forwarder's loopback port
+INSIDE_TMP = "/tmp"  # noqa: S108 - the sandbox's own fresh tmpfs
+BRIDGE_PORT = 8555  # inside a namespace: the model bridge's loopback port (the forwarder's)
+EGRESS_PORT = 8556  # inside a namespace with egress: the egress proxy's loopback port
 UID_BASE = 200_000  # Environments' own host uids (when the Runtime runs as root)
 SETUP_TIMEOUT = float(os.environ.get("AGENTS_CORE_SETUP_TIMEOUT", "300"))
 PACKAGE_TIMEOUT = float(os.environ.get("AGENTS_CORE_PACKAGE_TIMEOUT", "600"))
@@ -75,22 +81,30 @@ def pipe(a, b):
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-def serve(client):
+def serve(client, path):
     upstream = socket.socket(socket.AF_UNIX)
     try:
-        upstream.connect(sys.argv[2])
+        upstream.connect(path)
     except OSError:
         client.close()
         return
     threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
     pipe(upstream, client)
-server = socket.socket()
-server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-server.bind(("127.0.0.1", int(sys.argv[1])))
-server.listen(64)
-while True:
-    conn, _ = server.accept()
-    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+def accept(server, path):
+    while True:
+        conn, _ = server.accept()
+        threading.Thread(target=serve, args=(conn, path), daemon=True).start()
+pairs = list(zip(sys.argv[1::2], sys.argv[2::2]))
+servers = []
+for port, path in pairs:
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", int(port)))
+    server.listen(64)
+    servers.append((server, path))
+for server, path in servers[1:]:
+    threading.Thread(target=accept, args=(server, path), daemon=True).start()
+accept(*servers[0])
 """
 
 
@@ -121,15 +135,6 @@ def check_bubblewrap() -> str:
         raise SandboxError("bubblewrap cannot create a sandbox on this host (user namespaces disabled?): "
                            f"{done.stderr.strip()[:300]}")
     return binary
-
-
-@dataclass
-class Bridge:
-    """How a sandbox reaches one model provider: `url` inside, and the Unix socket on this host."""
-
-    url_enabled: str  # with the host's network: the bridge's loopback TCP URL
-    socket_path: str  # without: the Unix socket bound into the sandbox
-    path: str = ""  # the provider's base path ("/v1" for the Responses API)
 
 
 @dataclass
@@ -176,31 +181,51 @@ class Sandbox:
         raise SandboxError(f"{host_path} is not inside the Environment {self.env_id}")
 
     def provider_url(self, harness: str) -> str:
-        """The model provider's base URL as the Harness inside this sandbox sees it."""
-        bridge = self.hosts.bridges[harness]
-        if self.network == "enabled":
-            return bridge.url_enabled + bridge.path
-        return f"http://127.0.0.1:{BRIDGE_PORT}{bridge.path}"
+        """The model provider's base URL as the Harness inside this sandbox sees it: the bridge."""
+        return f"http://127.0.0.1:{BRIDGE_PORT}{self.hosts.provider_paths.get(harness, '')}"
+
+    @property
+    def bridge_token(self) -> str:
+        """What the Harness sends where the provider key would be: this Environment's own token."""
+        return self.hosts.bridge.token(self.env_id)
 
     # -- the environment and the command line ------------------------------------------------------
-    def environ(self, extra: Optional[dict[str, str]] = None) -> dict[str, str]:
-        """Everything a process in this sandbox sees: nothing of the Runtime's own environment."""
+    def environ(self, extra: Optional[dict[str, str]] = None, *, network: Optional[str] = None) -> dict[str, str]:
+        """Everything a process in this sandbox sees: nothing of the Runtime's own environment; the egress
+        proxy when the sandbox has egress."""
         env = {"PATH": _PATH, "HOME": INSIDE_HOME, "LANG": "C.UTF-8", "USER": "agent", "LOGNAME": "agent",
                "SHELL": "/bin/sh", "TERM": "dumb"}
         env.update({k: str(v) for k, v in (self.config.get("env") or {}).items()})
         env.update(extra or {})
+        if (network or self.network) in ("enabled", "packages"):
+            env.update(proxy_variables(no_proxy=True))
         return env
+
+    def sockets(self, network: str, binaries: tuple[str, ...]) -> list[tuple[int, str]]:
+        """(loopback port inside, Unix socket on this host) for each way out of this sandbox's namespace."""
+        pairs = []
+        if self.hosts.bridge is not None and any(h in self.hosts.provider_paths for h in binaries):
+            pairs.append((BRIDGE_PORT, self.hosts.bridge.socket_for(self.env_id, owner=self.uid)))
+        if network == "enabled":
+            bridge = pairs[0][1] if pairs else None
+            pairs.append((EGRESS_PORT, self.hosts.egress.socket_for(self.env_id, owner=self.uid, bridge=bridge)))
+        elif network == "packages":
+            pairs.append((EGRESS_PORT, self.hosts.egress.socket_for(self.env_id, packages=True, owner=self.uid)))
+        return pairs
 
     def argv(self, command: list[str], *, network: Optional[str] = None, binaries: tuple[str, ...] = (),
              cwd: str = INSIDE_WORKSPACE) -> list[str]:
-        """The bwrap (and setpriv) command line that runs `command` inside this sandbox."""
+        """The bwrap (and setpriv) command line that runs `command` inside this sandbox. `network`:
+        `disabled` (loopback only), `enabled` (the egress proxy) or `packages` (the registries only); the
+        namespace is the sandbox's own in every case."""
         network = network or self.network
         words: list[str] = []
         if self.uid is not None:
             words += [self.hosts.setpriv, f"--reuid={self.uid}", f"--regid={self.uid}", "--clear-groups",
                       "--inh-caps=-all"]
-        words += [self.hosts.bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                  "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+        words += [self.hosts.bwrap, "--unshare-user", "--uid", "1000", "--gid", "1000", "--unshare-pid", "--unshare-ipc",
+                  "--unshare-uts", "--unshare-net", "--unshare-cgroup-try", "--die-with-parent", "--new-session",
+                  "--hostname", "sandbox",
                   "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
                   "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
                   "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/run", "--dir", "/var/tmp"]  # noqa: S108 - its own
@@ -212,20 +237,15 @@ class Sandbox:
         for name in binaries:
             host_dir = self.hosts.binaries[name]
             words += ["--ro-bind", host_dir, f"{INSIDE_OPT}/{name}"]
-        if network == "disabled":
-            words += ["--unshare-net", "--ro-bind", str(self.hosts.forwarder), f"{INSIDE_RUN}/forward.py"]
-            for harness in binaries:
-                if harness in self.hosts.bridges:
-                    words += ["--bind", self.hosts.bridges[harness].socket_path, f"{INSIDE_RUN}/{harness}.sock"]
+        pairs = self.sockets(network, binaries)
+        inside = []
+        for port, host_socket in pairs:
+            words += ["--bind", host_socket, f"{INSIDE_RUN}/{port}.sock"]
+            inside.append((port, f"{INSIDE_RUN}/{port}.sock"))
+        if pairs:
+            words += ["--ro-bind", str(self.hosts.forwarder), f"{INSIDE_RUN}/forward.py"]
         words += ["--chdir", cwd, "--"]
-        if network == "disabled" and any(h in self.hosts.bridges for h in binaries):
-            harness = next(h for h in binaries if h in self.hosts.bridges)
-            # The bridge reaches the Harness on a loopback port of the sandbox's own network.
-            script = (f'/usr/bin/python3 -I {INSIDE_RUN}/forward.py {BRIDGE_PORT} {INSIDE_RUN}/{harness}.sock & '
-                      'i=0; while [ $i -lt 50 ] && ! (exec 3<>/dev/tcp/127.0.0.1/' + str(BRIDGE_PORT) +
-                      ') 2>/dev/null; do sleep 0.02; i=$((i+1)); done; exec "$@"')
-            words += ["/bin/bash", "-c", script, "sandbox"]
-        return words + command
+        return words + forwarding(f"{INSIDE_RUN}/forward.py", inside) + command
 
     def launcher(self, harness: str, inside_binary: str, keep: list[str]) -> str:
         """An executable that starts `inside_binary` in this sandbox with only the variables named in
@@ -243,11 +263,14 @@ class Sandbox:
         partial.replace(path)
         return str(path)
 
-    def run(self, command: str, *, network: str, timeout: float, cwd: str = INSIDE_WORKSPACE) -> int:
-        """One shell command inside the sandbox (setup, packages); its output goes to the Runtime's debug log only."""
+    def run(self, command: str, *, network: str, timeout: float, cwd: str = INSIDE_WORKSPACE,
+            env: Optional[dict[str, str]] = None) -> int:
+        """One shell command inside the sandbox (setup, packages); its output goes to the Runtime's debug log
+        only. `env`: the whole environment (default: the sandbox's, with the Session's `env`)."""
         argv = self.argv(["/bin/sh", "-c", command], network=network, cwd=cwd)
         try:
-            done = subprocess.run(argv, env=self.environ(), stdin=subprocess.DEVNULL, capture_output=True,  # noqa: S603
+            done = subprocess.run(argv, env=env if env is not None else self.environ(network=network),  # noqa: S603
+                                  stdin=subprocess.DEVNULL, capture_output=True,
                                   timeout=timeout, cwd=str(self.workspace))
         except subprocess.TimeoutExpired:
             return -1
@@ -270,17 +293,21 @@ class Sandbox:
             packages = self.config.get("packages") or {}
             python = [str(p) for p in packages.get("python") or []]
             if python:
-                code = self.run(_quote(["/usr/bin/python3", "-m", "pip", "install", "--user", "--quiet",
-                                        "--break-system-packages", "--no-warn-script-location", "--", *python]),
-                                network="enabled", timeout=PACKAGE_TIMEOUT)
+                # Isolated Python (-I: no PYTHON* variable, no user site, no script directory on sys.path) with
+                # no configuration file, in the registries-only namespace, with none of the Session's `env`.
+                code = self.run(_quote(["/usr/bin/python3", "-I", "-m", "pip", "install", "--user", "--quiet",
+                                        "--break-system-packages", "--no-warn-script-location", "--no-input",
+                                        "--disable-pip-version-check", "--", *python]),
+                                network="packages", timeout=PACKAGE_TIMEOUT, cwd=INSIDE_TMP, env=self.package_environ())
                 if code != 0:
                     raise PreparationFailed(f"Installing packages.python failed (exit code {code}).",
                                             "package_install_failed")
             npm = [str(p) for p in packages.get("npm") or []]
             if npm:
-                code = self.run(_quote(["npm", "install", "--global", "--silent", "--prefix",
-                                        f"{INSIDE_HOME}/.npm-global", "--", *npm]), network="enabled",
-                                timeout=PACKAGE_TIMEOUT)
+                # No lifecycle script runs, no npmrc is read (the user's, the global or a project's).
+                code = self.run(_quote(["npm", "install", "--global", "--silent", "--ignore-scripts", "--no-audit",
+                                        "--no-fund", "--prefix", f"{INSIDE_HOME}/.npm-global", "--", *npm]),
+                                network="packages", timeout=PACKAGE_TIMEOUT, cwd=INSIDE_TMP, env=self.package_environ())
                 if code != 0:
                     raise PreparationFailed(f"Installing packages.npm failed (exit code {code}).",
                                             "package_install_failed")
@@ -294,6 +321,17 @@ class Sandbox:
                     raise PreparationFailed(f"setup_commands[{i}] exited with code {code}.", "setup_command_failed")
             (self.root / "prepared.json").write_text(json.dumps({"prepared_at": int(time.time())}))
             return True
+
+    def package_environ(self) -> dict[str, str]:
+        """A package install's environment: cleared (never the Session's `env`: no PYTHONPATH, PIP_*,
+        NPM_CONFIG_*, NODE_OPTIONS), with the registries-only proxy and no configuration file."""
+        env = {"PATH": _PATH, "HOME": INSIDE_HOME, "LANG": "C.UTF-8", "USER": "agent", "LOGNAME": "agent",
+               "SHELL": "/bin/sh", "TERM": "dumb", "PIP_CONFIG_FILE": os.devnull, "PYTHONUSERBASE": f"{INSIDE_HOME}/.local",
+               "npm_config_userconfig": os.devnull, "npm_config_globalconfig": os.devnull,
+               "npm_config_cache": "/tmp/npm-cache", "npm_config_update_notifier": "false",  # noqa: S108 - its own /tmp
+               "npm_config_ignore_scripts": "true"}
+        env.update(proxy_variables(no_proxy=True))
+        return env
 
     def _write_file(self, index: int, entry: dict[str, Any]) -> None:
         path = str(entry.get("path") or "")
@@ -328,8 +366,15 @@ class Sandbox:
 class HostedEnvironments:
     """This host's hosted Environments, under DIR/envs/<env_id>; DIR/host-id names the host to Core."""
 
-    def __init__(self, directory: str, binaries: dict[str, str]):
+    def __init__(self, directory: str, binaries: dict[str, str], *, egress: Any, bridge: Any = None,
+                 provider_paths: Optional[dict[str, str]] = None):
+        """`egress`: the egress proxy (runtime.egress.EgressProxy); `bridge`: the model bridge
+        (runtime.bridge.ProviderBridge), with `provider_paths` the base path each native Harness's
+        provider has behind it."""
         self.bwrap = check_bubblewrap()
+        self.egress = egress
+        self.bridge = bridge
+        self.provider_paths = dict(provider_paths or {})
         self.setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
         self.directory = pathlib.Path(directory).expanduser().resolve()
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -341,7 +386,6 @@ class HostedEnvironments:
         if self.as_root:
             _check_traversable(self.directory)
         self.binaries = binaries  # harness -> host directory bound read-only at /opt/agents-core/<harness>
-        self.bridges: dict[str, Bridge] = {}
         self.host_id = self._host_id()
         self.forwarder = self.directory / "forward.py"
         self.forwarder.write_text(FORWARDER)
@@ -419,6 +463,29 @@ def _check_traversable(directory: pathlib.Path) -> None:
             raise SandboxError(f"--hosted-environments {directory}: {parent} is not traversable by other users "
                                f"(mode {parent.stat().st_mode & 0o777:o}), so the Environments' own uids cannot "
                                "reach their workspaces; choose a directory such as /var/lib/agents-core/hosted.")
+
+
+def proxy_variables(*, no_proxy: bool) -> dict[str, str]:
+    """The egress proxy as every common client reads it (upper and lower case). `no_proxy`: loopback goes
+    direct (inside a sandbox, loopback is the sandbox's own: its bridge and its own servers)."""
+    url = f"http://127.0.0.1:{EGRESS_PORT}"
+    env = {"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url}
+    if no_proxy:
+        env.update(NO_PROXY="localhost,127.0.0.1,::1", no_proxy="localhost,127.0.0.1,::1")
+    return env
+
+
+def forwarding(script: str, pairs: list[tuple[int, str]]) -> list[str]:
+    """The argv prefix that starts the forwarder (loopback port -> Unix socket, for each pair) inside a
+    namespace, waits until its last port answers, then runs the command."""
+    if not pairs:
+        return []
+    args = " ".join(f"{port} {path}" for port, path in pairs)
+    last = pairs[-1][0]
+    wrapper = (f'/usr/bin/python3 -I {script} {args} & '
+               'i=0; while [ $i -lt 100 ] && ! (exec 3<>/dev/tcp/127.0.0.1/' + str(last) +
+               ') 2>/dev/null; do sleep 0.02; i=$((i+1)); done; exec "$@"')
+    return ["/bin/bash", "-c", wrapper, "namespace"]
 
 
 def _safe(name: str) -> str:

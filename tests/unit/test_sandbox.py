@@ -10,25 +10,28 @@ import pathlib
 import subprocess
 import tempfile
 import threading
-import urllib.request
 
 import pytest
 
 from runtime import sandbox as sb
-from runtime.bridge import ProviderBridge
+from runtime.bridge import ProviderBridge, Route, inference_routes
+from runtime.egress import EgressPolicy, EgressProxy
 
 
 @pytest.fixture
 def hosts():
     root = pathlib.Path(tempfile.mkdtemp(dir="/var/tmp", prefix="sandbox-test-"))  # noqa: S108 - traversable
     os.chmod(root, 0o711)  # noqa: S103
-    yield sb.HostedEnvironments(str(root / "hosted"), {})
+    egress = EgressProxy(EgressPolicy(), str(root / "hosted" / "egress"), bridge_port=sb.BRIDGE_PORT).start()
+    yield sb.HostedEnvironments(str(root / "hosted"), {}, egress=egress)
+    egress.stop()
     subprocess.run(["rm", "-rf", str(root)], check=False)  # noqa: S603, S607 - files owned by Environment uids
 
 
 def run(box, script, network=None):
-    done = subprocess.run(box.argv(["/bin/sh", "-c", script], network=network), env=box.environ(),  # noqa: S603
-                          capture_output=True, text=True, cwd=str(box.workspace), timeout=60)
+    done = subprocess.run(box.argv(["/bin/sh", "-c", script], network=network),  # noqa: S603
+                          env=box.environ(network=network), capture_output=True, text=True, cwd=str(box.workspace),
+                          timeout=60)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -61,12 +64,53 @@ def test_a_sandbox_sees_its_workspace_and_nothing_of_the_host_or_another_environ
         assert oct(mine.workspace.stat().st_mode & 0o777) == "0o700"
 
 
-def test_network_disabled_leaves_only_loopback_and_enabled_shares_the_hosts(hosts):
-    box = hosts.sandbox({"id": "env_net", "hosted": {"network": {"access": "disabled"}}})
-    code, out, _ = run(box, "cat /proc/net/dev | tail -n +3 | cut -d: -f1")
-    assert code == 0 and [n.strip() for n in out.split()] == ["lo"]
-    code, out, _ = run(box, "cat /proc/net/dev | tail -n +3 | cut -d: -f1", network="enabled")
-    assert code == 0 and len(out.split()) >= 1
+@pytest.mark.parametrize("network", ["disabled", "enabled", "packages"])
+def test_every_sandbox_has_a_network_namespace_of_its_own_with_only_loopback(hosts, network):
+    box = hosts.sandbox({"id": "env_net", "hosted": {"network": {"access": "enabled"}}})
+    code, out, err = run(box, "cat /proc/net/dev | tail -n +3 | cut -d: -f1; echo --; "
+                              "awk 'FNR > 1 {print $2 \"-\" $3}' /proc/net/tcp /proc/net/tcp6", network=network)
+    assert code == 0, err
+    interfaces, sockets = out.split("--")
+    assert [n.strip() for n in interfaces.split()] == ["lo"]
+    # none of the host's sockets: only the forwarder's own loopback port (and the readiness probe's)
+    for pair in sockets.split():
+        ends = [(end.rsplit(":", 1)[0], int(end.rsplit(":", 1)[1], 16)) for end in pair.split("-")]
+        assert ends[0][0] == "0100007F" and {ends[0][1], ends[1][1]} & {sb.EGRESS_PORT, sb.BRIDGE_PORT}, pair
+
+
+def test_egress_reaches_only_what_the_policy_allows_and_the_proxy_is_there_only_with_egress(hosts):
+    served = []
+
+    class Host(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            served.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Host)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    box = hosts.sandbox({"id": "env_egress", "hosted": {"network": {"access": "enabled"}}})
+    script = (f"curl -s -m 5 -x http://127.0.0.1:{sb.EGRESS_PORT} --noproxy '' http://127.0.0.1:{port}/proxied; "
+              f"echo; curl -s -m 5 http://127.0.0.1:{port}/direct; echo rc=$?; "
+              "curl -s -m 5 http://169.254.169.254/latest/meta-data/; echo; "
+              "curl -s -m 5 http://[fd00:ec2::254]/latest/meta-data/; echo")
+    try:
+        code, out, err = run(box, script, network="enabled")
+        assert code == 0, err
+        assert "the egress policy refuses 127.0.0.1" in out and "is loopback" in out
+        assert "rc=7" in out  # nothing listens on the sandbox's own loopback
+        assert "169.254.169.254 is link-local" in out and "fd00:ec2::254 is unique-local" in out
+        assert served == []
+        code, out, err = run(box, f"curl -s -m 3 http://127.0.0.1:{sb.EGRESS_PORT}/; echo rc=$?", network="disabled")
+        assert "rc=7" in out and served == []  # no proxy in a sandbox without egress
+    finally:
+        server.shutdown()
 
 
 def test_preparation_writes_files_runs_setup_in_order_once_and_a_failure_names_the_step_not_the_body(hosts):
@@ -117,7 +161,7 @@ def test_an_environment_id_that_is_not_one_is_refused(hosts):
 def test_missing_bubblewrap_is_a_clear_error_at_runtime_start(monkeypatch, tmp_path):
     monkeypatch.setattr(sb.shutil, "which", lambda name: None)
     with pytest.raises(sb.SandboxError, match="needs bubblewrap"):
-        sb.HostedEnvironments(str(tmp_path / "h"), {})
+        sb.HostedEnvironments(str(tmp_path / "h"), {}, egress=None)
 
 
 def test_a_host_directory_other_uids_cannot_traverse_is_a_clear_error(tmp_path):
@@ -126,10 +170,10 @@ def test_a_host_directory_other_uids_cannot_traverse_is_a_clear_error(tmp_path):
     closed = tmp_path / "closed"
     closed.mkdir(mode=0o700)
     with pytest.raises(sb.SandboxError, match="not traversable"):
-        sb.HostedEnvironments(str(closed / "hosted"), {})
+        sb.HostedEnvironments(str(closed / "hosted"), {}, egress=None)
 
 
-def test_the_bridge_puts_the_operators_key_on_the_request_and_drops_the_sandboxs(tmp_path):
+def test_the_bridge_relays_inference_routes_with_the_operators_key_for_its_own_namespace_only(tmp_path):
     seen = []
 
     class Upstream(http.server.BaseHTTPRequestHandler):
@@ -149,19 +193,47 @@ def test_the_bridge_puts_the_operators_key_on_the_request_and_drops_the_sandboxs
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{server.server_address[1]}"
-    bridge = ProviderBridge(origin, ("Authorization", "Bearer sk-operator"), str(tmp_path / "p.sock")).start()
+    bridge = ProviderBridge(inference_routes("codex", origin + "/v1", ("Authorization", "Bearer sk-operator")),
+                            str(tmp_path / "bridge")).start()
+
+    def call(identity, path, token):
+        import socket
+
+        client = socket.socket(socket.AF_UNIX)
+        client.connect(bridge.socket_for(identity))
+        body = b'{"x":1}'
+        client.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
+                       f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        reply = b""
+        while chunk := client.recv(65536):
+            reply += chunk
+        client.close()
+        return int(reply.split(b" ", 2)[1]), reply.split(b"\r\n\r\n", 1)[1]
+
     try:
-        request = urllib.request.Request(bridge.url + "/v1/responses", data=b'{"x":1}', method="POST",
-                                         headers={"Authorization": "Bearer sandbox-bridge",
-                                                  "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 - loopback
-            assert json.loads(answer.read()) == {"ok": True}
+        mine, other = bridge.token("env_a"), bridge.token("env_b")
+        assert mine != other
+        assert call("env_a", "/v1/responses", mine) == (200, b'{"ok": true}')
         assert seen == [{"path": "/v1/responses", "auth": ["Bearer sk-operator"], "body": b'{"x":1}',
                          "host": origin.removeprefix("http://")}]
-        assert oct(os.stat(tmp_path / "p.sock").st_mode & 0o777) == "0o666"  # any sandbox uid may call it
+        status, body = call("env_a", "/v1/responses", other)  # another namespace's token
+        assert status == 401 and b"only the token its namespace was given" in body
+        status, body = call("env_a", "/v1/files?purpose=fine-tune", mine)  # not an inference route
+        assert status == 403 and b"not a model inference route" in body
+        assert len(seen) == 1
+        if os.geteuid() == 0:
+            owned = bridge.socket_for("env_c", owner=4242)
+            assert os.stat(owned).st_uid == 4242 and oct(os.stat(owned).st_mode & 0o777) == "0o600"
     finally:
         bridge.stop()
         server.shutdown()
+
+
+def test_each_harness_gets_only_its_inference_routes():
+    assert inference_routes("codex", "https://api.openai.com/v1", None) == [
+        Route("codex", "POST", "/v1/responses", "https://api.openai.com")]
+    assert [(r.method, r.path) for r in inference_routes("claude_code", "https://api.anthropic.com", None)] == [
+        ("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens")]
 
 
 # ---- the Runtime's side: a hosted Runtime prepares the Environment, then runs the Turn -----------------
@@ -241,22 +313,38 @@ def test_a_hosted_runtime_refuses_every_other_placement_and_a_shared_one_refuses
     assert "--hosted-environments" in json.dumps(shared)
 
 
-def test_packages_install_inside_the_sandbox_with_the_network_and_a_failure_names_the_list(hosts, monkeypatch):
+def test_packages_install_in_the_registries_only_namespace_isolated_and_a_failure_names_the_list(hosts, monkeypatch):
     ran = []
 
-    def fake_run(self, command, *, network, timeout, cwd=sb.INSIDE_WORKSPACE):
-        ran.append((command, network))
+    def fake_run(self, command, *, network, timeout, cwd=sb.INSIDE_WORKSPACE, env=None):
+        ran.append((command, network, cwd, env))
         return 1 if "npm install" in command else 0
 
     monkeypatch.setattr(sb.Sandbox, "run", fake_run)
     box = hosts.sandbox({"id": "env_pkgs", "hosted": {"network": {"access": "disabled"},
+                                                      "env": {"PYTHONPATH": "/workspace", "NODE_OPTIONS": "--require=x",
+                                                              "PIP_INDEX_URL": "http://127.0.0.1:1/"},
                                                       "packages": {"python": ["requests==2.32.3"], "npm": ["left-pad"]},
                                                       "setup_commands": [{"command": "never reached"}]}})
     with pytest.raises(sb.PreparationFailed, match=r"Installing packages\.npm failed \(exit code 1\)\.") as failed:
         box.prepare()
     assert failed.value.code == "package_install_failed"
-    assert ran == [
-        ("/usr/bin/python3 -m pip install --user --quiet --break-system-packages --no-warn-script-location -- "
-         "requests==2.32.3", "enabled"),
-        ("npm install --global --silent --prefix /home/agent/.npm-global -- left-pad", "enabled")]
+    assert [(c, n, d) for c, n, d, _ in ran] == [
+        ("/usr/bin/python3 -I -m pip install --user --quiet --break-system-packages --no-warn-script-location "
+         "--no-input --disable-pip-version-check -- requests==2.32.3", "packages", "/tmp"),
+        ("npm install --global --silent --ignore-scripts --no-audit --no-fund --prefix /home/agent/.npm-global -- "
+         "left-pad", "packages", "/tmp")]
+    for _, _, _, env in ran:  # none of the Session's env; no configuration file; the registries-only proxy
+        assert not {"PYTHONPATH", "NODE_OPTIONS", "PIP_INDEX_URL"} & set(env)
+        assert env["PIP_CONFIG_FILE"] == os.devnull and env["npm_config_userconfig"] == os.devnull
+        assert env["npm_config_ignore_scripts"] == "true" and env["HTTPS_PROXY"] == f"http://127.0.0.1:{sb.EGRESS_PORT}"
     assert not box.prepared()
+
+
+def test_the_registries_only_proxy_refuses_every_other_host(hosts):
+    box = hosts.sandbox({"id": "env_reg", "hosted": {}})
+    code, out, err = run(box, "curl -s -m 5 http://example.com/; echo; curl -s -m 5 http://127.0.0.1:5055/; echo",
+                         network="packages")
+    assert code == 0, err
+    assert "example.com is not a package registry this host allows (pypi.org, files.pythonhosted.org, " \
+           "registry.npmjs.org)" in out

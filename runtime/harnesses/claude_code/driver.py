@@ -133,7 +133,7 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
         # the bridge, with a placeholder where the key was.
         env = box.environ({**env, "CLAUDE_CONFIG_DIR": box.inside(config_dir),
                            "ANTHROPIC_BASE_URL": box.provider_url("claude_code"),
-                           "ANTHROPIC_API_KEY": "sandbox-bridge" if provider.kind != "scripted" else "scripted"})
+                           "ANTHROPIC_API_KEY": box.bridge_token})
         binary = box.launcher("claude_code", f"{INSIDE_OPT}/claude_code/{pathlib.Path(binary).name}",
                               [*env, *SDK_VARIABLES])
         native["cwd"] = str(cwd)  # the process starts in the workspace's host directory, /workspace inside

@@ -281,7 +281,8 @@ class CodexSession:
         self._bearers = bearers
         provider, catalog = self.driver.provider, self.driver.catalog_path(start)
         if self.box is not None:  # the model through the bridge (no key inside), the catalog beside the state
-            provider = dataclasses.replace(provider, base_url=self.box.provider_url("codex"))
+            provider = dataclasses.replace(provider, base_url=self.box.provider_url("codex"),
+                                           env_key=provider.env_key or "OPENAI_API_KEY")
             if catalog:
                 copy = self.root / "model_catalog.json"
                 shutil.copyfile(catalog, copy)
@@ -291,8 +292,7 @@ class CodexSession:
         (self.home / "config.toml").write_text(adapter.render_toml(native))
         if self.box is not None:
             extra = {"CODEX_HOME": self.box.inside(self.home), **bearers}
-            if provider.env_key:
-                extra[provider.env_key] = "sandbox-bridge"  # the bridge puts the operator's key on the request
+            extra[provider.env_key] = self.box.bridge_token  # the bridge puts the operator's key on the request
             env = self.box.environ(extra)
             argv = self.box.argv([f"{INSIDE_OPT}/codex/{pathlib.Path(self.driver.binary).name}", "app-server"],
                                  binaries=("codex",))

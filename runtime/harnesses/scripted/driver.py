@@ -110,7 +110,21 @@ class TurnRunner(TurnHandle):
         finally:
             self.channel.done.set()
 
+    def _check_required_servers(self) -> None:
+        """A required HTTP MCP server the egress policy refuses fails the start, naming the server (an
+        optional one is left to its calls, which fail as an unreachable server's do)."""
+        from .mcp_client import refusal
+
+        for tool in (self.start_message.get("agent") or {}).get("tools") or []:
+            transport = tool.get("transport") or {} if tool.get("type") == "mcp" else {}
+            if transport.get("type") == "http" and tool.get("required"):
+                why = refusal(self.start_message, str(transport.get("server_url") or ""))
+                if why is not None:
+                    raise RuntimeError(f"The required MCP server '{tool.get('server_label')}' cannot be reached: "
+                                       f"the egress policy refuses it ({why}).")
+
     def _execute(self) -> None:
+        self._check_required_servers()
         says = [i for i, s in enumerate(self.steps) if s.split(" ", 1)[0] == "say"]
         has_answer = any(s.split(" ", 1)[0] == "answer" for s in self.steps)
         last_say = says[-1] if says and not has_answer else None

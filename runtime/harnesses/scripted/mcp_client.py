@@ -1,11 +1,14 @@
 """The scripted harness as a real MCP client: `mcp LABEL TOOL {json}` calls the tool of the Session's declared
 HTTP server LABEL over streamable HTTP (the `mcp` package), with the Vault bearer of the Turn's `turn.start`
-when the server has one. The bearer is an HTTP header of this one call, never logged."""
+when the server has one. The bearer is an HTTP header of this one call, never logged. On an operator's
+Runtime the connection leaves through the egress proxy (`start["egress"]`), so the tenant's server_url
+reaches only what the egress policy allows, redirects included."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import urllib.parse
+from typing import Any, Optional
 
 CALL_TIMEOUT = 30.0
 
@@ -34,8 +37,8 @@ def call(start: dict[str, Any], label: str, name: str, arguments: dict[str, Any]
     if credential is not None:
         headers["Authorization"] = f"Bearer {credential['token']}"
     try:
-        return asyncio.run(asyncio.wait_for(_call(tool["transport"]["server_url"], headers, name, arguments),
-                                            CALL_TIMEOUT))
+        return asyncio.run(asyncio.wait_for(_call(tool["transport"]["server_url"], headers, name, arguments,
+                                                  proxy_url(start)), CALL_TIMEOUT))
     except TimeoutError:
         raise McpCallError(f"MCP server '{label}' did not answer within {CALL_TIMEOUT:.0f} seconds.") from None
     except Exception as exc:  # noqa: BLE001 - any transport failure is the call's error
@@ -43,12 +46,39 @@ def call(start: dict[str, Any], label: str, name: str, arguments: dict[str, Any]
         raise McpCallError(f"MCP server '{label}' failed: {type(leaf).__name__}: {str(leaf)[:200]}") from None
 
 
-async def _call(url: str, headers: dict[str, str], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def proxy_url(start: dict[str, Any]) -> Optional[str]:
+    egress = start.get("egress")
+    return egress.url if egress is not None else None
+
+
+def refusal(start: dict[str, Any], url: str) -> Optional[str]:
+    """Why the egress policy refuses `url` (resolved now), or None: a required server the policy refuses
+    fails the start naming it."""
+    egress = start.get("egress")
+    if egress is None:
+        return None
+    from ...egress import EgressRefused
+
+    parts = urllib.parse.urlsplit(url)
+    try:
+        asyncio.run(egress.policy.resolve(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)))
+    except EgressRefused as exc:
+        return str(exc)
+    return None
+
+
+async def _call(url: str, headers: dict[str, str], name: str, arguments: dict[str, Any],
+                proxy: Optional[str]) -> dict[str, Any]:
+    import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
-    async with create_mcp_http_client(headers=headers) as http, streamable_http_client(url, http_client=http) as streams:
+    # trust_env off: the proxy is the egress proxy (or none on an Environment's own machine), never one the
+    # Runtime's environment names
+    http = httpx2.AsyncClient(headers=headers, proxy=proxy, trust_env=False,
+                              timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT))
+    async with http, streamable_http_client(url, http_client=http) as streams:
         async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
             result = await session.call_tool(name, arguments)
