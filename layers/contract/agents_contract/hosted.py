@@ -96,7 +96,7 @@ def check(env: Any, at: str = "environment") -> None:
             raise _unsupported("System packages are not supported by this deployment's hosted Environments; use "
                                "packages.python or packages.npm, or a setup command.", f"{at}.packages.system")
         for manager in ("python", "npm"):
-            _check_packages(getattr(packages, manager) or [], f"{at}.packages.{manager}")
+            _check_packages(manager, getattr(packages, manager) or [], f"{at}.packages.{manager}")
     _files(env.files or [], at)
     _setup_commands(env.setup_commands or [], at)
     _env(env.env or {}, at)
@@ -105,13 +105,90 @@ def check(env: Any, at: str = "environment") -> None:
                              f"{MAX_PREPARATION_BYTES} bytes of JSON together.", param=at)
 
 
-def _check_packages(names: list[str], at: str) -> None:
+def _check_packages(manager: str, names: list[str], at: str) -> None:
+    """The SDK's "Python and npm packages to install", from the registries only. Each entry reaches `pip install`
+    or `npm install` as one argument, and either installer reads a path, a URL, a VCS reference, an archive
+    or an alias there as a source of code to build or run at install time, so only registry forms are
+    accepted: PEP 508 requirements without a URL for Python, `name[@version|range|dist-tag]` for npm."""
     if len(names) > MAX_PACKAGES:
         raise InvalidRequest(f"Invalid '{at}': at most {MAX_PACKAGES} packages.", param=at)
     for i, name in enumerate(names):
+        where = f"{at}[{i}]"
+        if manager == "python":
+            # PEP 508 separates a requirement's parts with spaces ("pkg; python_version >= '3.8'").
+            if not name or len(name) > MAX_PACKAGE_CHARS or _PYTHON_BAD.search(name) or name != name.strip() \
+                    or name.startswith("-"):
+                raise InvalidRequest(f"Invalid '{where}': a requirement of 1 to {MAX_PACKAGE_CHARS} characters "
+                                     "without NUL or whitespace other than spaces between its parts, not starting "
+                                     "with '-'.", param=where)
+            if not _python_requirement(name):
+                raise InvalidRequest(f"Invalid '{where}': expected a requirement specifier (a package name with "
+                                     "optional extras, version constraints and markers, such as 'requests>=2.31'); "
+                                     "paths, URLs and VCS references are not accepted.", param=where)
+            continue
         if not name or len(name) > MAX_PACKAGE_CHARS or _PACKAGE_BAD.search(name) or name.startswith("-"):
-            raise InvalidRequest(f"Invalid '{at}[{i}]': a package name (or requirement) of 1 to {MAX_PACKAGE_CHARS} "
-                                 "characters without whitespace or NUL, not starting with '-'.", param=f"{at}[{i}]")
+            raise InvalidRequest(f"Invalid '{where}': a package name (or requirement) of 1 to {MAX_PACKAGE_CHARS} "
+                                 "characters without whitespace or NUL, not starting with '-'.", param=where)
+        if not _npm_spec(name):
+            raise InvalidRequest(f"Invalid '{where}': expected a registry package name (lowercase, optionally "
+                                 "'@scope/'-prefixed) with an optional '@' and a version, range or dist-tag, such as "
+                                 "'left-pad', '@scope/pkg@^1.2.3' or 'react@next'; paths, URLs, git and GitHub "
+                                 "references, 'npm:' aliases and tarballs are not accepted.", param=where)
+
+
+# pip installs an argument that names an archive as a file (pip's ARCHIVE_EXTENSIONS, any case), even when it
+# also parses as a name ("pkg.whl", "x.tar.gz").
+_PIP_ARCHIVES = (".zip", ".whl", ".tar.bz2", ".tbz", ".tar.xz", ".txz", ".tlz", ".tar.lz", ".tar.lzma", ".tar.gz",
+                 ".tgz", ".tar")
+# Before its markers, a requirement without a URL has no '/', '\\', ':' or '@' (pip reads those as a path or a
+# URL); arbitrary equality ("pkg===<anything>") is the one specifier that could carry them.
+_PYTHON_HEAD = re.compile(r"[A-Za-z0-9._\-\[\],<>=!~*+() ]+")
+_PYTHON_BAD = re.compile(r"[^\S ]|\x00")
+
+
+def _python_requirement(entry: str) -> bool:
+    """A PEP 508 requirement without a URL, parsed by `packaging` (the parser pip itself uses)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        requirement = Requirement(entry)
+    except InvalidRequirement:
+        return False
+    head = entry.split(";", 1)[0].strip()
+    return requirement.url is None and bool(_PYTHON_HEAD.fullmatch(head)) and \
+        not any(part.lower().endswith(_PIP_ARCHIVES) for part in (requirement.name, head))
+
+
+# npm (validate-npm-package-name, new packages): lowercase and URL-safe, an optional '@scope/', no leading '.',
+# '_' or '-' (its 214 characters are more than an entry's MAX_PACKAGE_CHARS). npm-package-arg reads a name or a
+# spec ending in .tgz, .tar.gz or .tar as a tarball on disk.
+_NPM_NAME = re.compile(r"(?:@[a-z0-9][a-z0-9._-]*/)?[a-z0-9][a-z0-9._-]*")
+_NPM_EXCLUDED = ("node_modules", "favicon.ico")
+_NPM_TARBALLS = (".tgz", ".tar.gz", ".tar")
+# node-semver's range grammar (its README), whitespace included for fidelity (entries refuse it before).
+_NR = r"(?:0|[1-9][0-9]*)"
+_XR = rf"(?:[xX*]|{_NR})"
+_PARTS = r"[-0-9A-Za-z]+(?:\.[-0-9A-Za-z]+)*"
+_PARTIAL = rf"{_XR}(?:\.{_XR}(?:\.{_XR}(?:-{_PARTS})?(?:\+{_PARTS})?)?)?"
+_SIMPLE = rf"(?:(?:<=|>=|<|>|=|~|\^)?{_PARTIAL})"
+_RANGE = rf"(?:{_PARTIAL} - {_PARTIAL}|{_SIMPLE}(?: {_SIMPLE})*|)"
+_NPM_RANGE = re.compile(rf"{_RANGE}(?: *\|\| *{_RANGE})*")
+# A dist-tag: what npm-package-arg reads as a tag and `npm dist-tag add` allows (not a range, URL-safe).
+_NPM_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def _npm_spec(entry: str) -> bool:
+    """`name`, `name@<version or range>` or `name@<dist-tag>`: what npm resolves from the registry."""
+    cut = entry.find("@", 1)  # past a scope's leading '@', as npm-package-arg splits
+    name, spec = (entry, None) if cut < 0 else (entry[:cut], entry[cut + 1:])
+    if not _NPM_NAME.fullmatch(name) or name in _NPM_EXCLUDED or name.endswith(_NPM_TARBALLS):
+        return False
+    if spec is None:
+        return True
+    if not spec.strip():
+        return False
+    return bool(_NPM_RANGE.fullmatch(spec)) or (bool(_NPM_TAG.fullmatch(spec)) and
+                                                not spec.lower().endswith(_NPM_TARBALLS))
 
 
 def _workspace_path(value: Any, at: str) -> str:
