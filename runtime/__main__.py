@@ -229,8 +229,19 @@ def main(argv: list[str] | None = None) -> int:
                 driver.close()
             return 2
         logging.getLogger("runtime").info("hosting Environments in %s (host %s)", hosted.directory, hosted.host_id)
+    namespace = None
+    if egress is not None and hosted is None and any(getattr(d, "binary", None) for d in drivers.values()):
+        from .sandbox import SandboxError
+
+        try:
+            namespace = harness_namespace(os.path.expanduser(args.state_dir), drivers, egress)
+        except SandboxError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            for driver in drivers.values():
+                driver.close()
+            return 2
     client = RuntimeClient(args.url, args.token, drivers, args.heartbeat, workspace=workspace,
-                           credential_file=credential_file, hosted=hosted, egress=egress)
+                           credential_file=credential_file, hosted=hosted, egress=egress, namespace=namespace)
     if args.executor_listen:
         if "codex" not in args.native or workspace is not None or hosted is not None:
             p.error("--executor-listen needs --native codex on an operator's shared Runtime (not an Environment's, "
@@ -294,6 +305,18 @@ def egress_proxy(directory: str) -> Any:
     return EgressProxy(EgressPolicy.from_environment(), os.path.join(directory, "egress"),
                        registries=parse_registries(os.environ.get(REGISTRIES_VARIABLE)),
                        bridge_port=BRIDGE_PORT).start()
+
+
+def harness_namespace(directory: str, drivers: dict[str, Any], egress: Any) -> Any:
+    """A shared Runtime's native Harnesses run `environment: none` Sessions in a network namespace of their
+    own: the model through the bridge, the tenant's MCP servers through the egress proxy. The keys stay in
+    this process's environment for the Sessions that need them directly (an exec-server Environment's)."""
+    from .sandbox import HarnessNamespace
+
+    keys = {name: os.environ[name] for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") if name in os.environ}
+    bridge, paths = provider_bridge(drivers, directory)
+    os.environ.update(keys)
+    return HarnessNamespace(os.path.join(directory, "namespace"), egress=egress, bridge=bridge, provider_paths=paths)
 
 
 def hosted_environments(directory: str, drivers: dict[str, Any], egress: Any) -> Any:

@@ -54,7 +54,7 @@ def websocket_url(url: str) -> str:
 class RuntimeClient:
     def __init__(self, url: str, token: str, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
                  workspace: Workspace | None = None, credential_file: str | None = None, hosted: Any = None,
-                 egress: Any = None):
+                 egress: Any = None, namespace: Any = None):
         self.url = url
         self.token = token
         # An Environment's Runtime: an enrollment token is spent at the first hello, whose welcome carries
@@ -67,7 +67,7 @@ class RuntimeClient:
         self._stop = threading.Event()
         self.hosted = hosted  # a host of hosted Environments: its hello declares the isolation
         self.runtime = Runtime(self.send, drivers, heartbeat_seconds, workspace=workspace,
-                               on_welcome=self._welcomed, hosted=hosted, egress=egress)
+                               on_welcome=self._welcomed, hosted=hosted, egress=egress, namespace=namespace)
         self.environment_id: str | None = None
         self.connected = threading.Event()
         self.fatal: str | None = None  # why the Runtime cannot run (a refused token): the process exits

@@ -24,11 +24,14 @@ ENDED_KEPT = 10_000  # ids of ended Turns remembered after their state is let go
 class Runtime:
     def __init__(self, send: Emit, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
                  workspace: Optional[Workspace] = None, on_welcome: Optional[Callable[[dict[str, Any]], None]] = None,
-                 hosted: Any = None, egress: Any = None):
+                 hosted: Any = None, egress: Any = None, namespace: Any = None):
         self.send = send
         # an operator's Runtime (shared or hosted): the egress proxy (runtime.egress.EgressProxy) every
         # connection made for a tenant leaves through; None on an Environment's own machine
         self.egress = egress
+        # a shared Runtime's native Harness processes run in a network namespace of their own
+        # (runtime.sandbox.HarnessNamespace), for `environment: none` Sessions
+        self.namespace = namespace
         self.workspace = workspace  # an Environment's Runtime: its bound directory and tool variables
         self.hosted = hosted  # a host of hosted Environments (runtime.sandbox.HostedEnvironments): one sandbox each
         if hosted is not None:
@@ -229,6 +232,8 @@ class Runtime:
         if placement in WORKSPACE_PLACEMENTS:
             raise WorkspaceError("This Runtime serves environment none only; a workspace Session runs in its own "
                                  "Environment.")
+        if self.namespace is not None:
+            message = {**message, "namespace": self.namespace}
         return message
 
     def close(self) -> None:

@@ -456,6 +456,63 @@ class HostedEnvironments:
         return sandbox
 
 
+class HarnessNamespace:
+    """A shared Runtime's native Harness processes (`environment: none`): the host's filesystem as it is,
+    and a network namespace of their own, so the MCP servers a tenant declares are reached only through
+    the egress proxy (the same policy as a hosted sandbox's: no host loopback, private range, metadata
+    service or host address, after DNS resolution, redirects included) and the model only through the
+    bridge. A client that honors the proxy variables goes through the proxy; one that does not reaches
+    nothing but the namespace's own loopback."""
+
+    def __init__(self, directory: str, *, egress: Any, bridge: Any, provider_paths: dict[str, str]):
+        self.bwrap = check_bubblewrap()
+        self.egress = egress
+        self.bridge = bridge
+        self.provider_paths = dict(provider_paths)
+        self.forwarder = pathlib.Path(directory).expanduser().resolve() / "forward.py"
+        self.forwarder.parent.mkdir(parents=True, exist_ok=True)
+        self.forwarder.write_text(FORWARDER)
+        self.forwarder.chmod(0o644)
+
+    @staticmethod
+    def identity(harness: str) -> str:
+        return f"shared-{harness}"
+
+    def provider_url(self, harness: str) -> str:
+        return f"http://127.0.0.1:{BRIDGE_PORT}{self.provider_paths.get(harness, '')}"
+
+    def token(self, harness: str) -> str:
+        return self.bridge.token(self.identity(harness))
+
+    def environ(self, env: dict[str, str]) -> dict[str, str]:
+        """`env` with the egress proxy, for every loopback destination too (loopback inside is only the
+        forwarder's, and a tenant's loopback URL must meet the policy, not the namespace)."""
+        out = {k: v for k, v in env.items() if k.upper() != "ALL_PROXY"}
+        out.update(proxy_variables(no_proxy=False))
+        return out
+
+    def argv(self, harness: str, command: list[str]) -> list[str]:
+        bridge = self.bridge.socket_for(self.identity(harness))
+        egress = self.egress.socket_for(self.identity(harness), bridge=bridge)
+        words = [self.bwrap, "--unshare-user", "--unshare-net", "--die-with-parent", "--bind", "/", "/",
+                 "--dev-bind", "/dev", "/dev", "--"]
+        return words + forwarding(str(self.forwarder), [(BRIDGE_PORT, bridge), (EGRESS_PORT, egress)]) + command
+
+    def launcher(self, harness: str, binary: str, directory: pathlib.Path) -> str:
+        """An executable that starts `binary` in this namespace with the environment it is given (for SDKs
+        that start the CLI themselves). It holds paths, never a value."""
+        path = directory / f"{harness}-netns"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        argv = self.argv(harness, [binary])
+        text = (f"#!{sys.executable} -I\nimport os, sys\nARGV = {argv!r}\n"
+                "os.execv(ARGV[0], ARGV + sys.argv[1:])\n")
+        partial = path.with_suffix(".tmp")
+        partial.write_text(text)
+        partial.chmod(0o700)
+        partial.replace(path)
+        return str(path)
+
+
 def _check_traversable(directory: pathlib.Path) -> None:
     """Each Environment runs as a uid of its own, which must reach its directory under `directory`."""
     for parent in [directory, *directory.parents]:
@@ -470,8 +527,8 @@ def proxy_variables(*, no_proxy: bool) -> dict[str, str]:
     direct (inside a sandbox, loopback is the sandbox's own: its bridge and its own servers)."""
     url = f"http://127.0.0.1:{EGRESS_PORT}"
     env = {"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url}
-    if no_proxy:
-        env.update(NO_PROXY="localhost,127.0.0.1,::1", no_proxy="localhost,127.0.0.1,::1")
+    exempt = "localhost,127.0.0.1,::1" if no_proxy else ""
+    env.update(NO_PROXY=exempt, no_proxy=exempt)
     return env
 
 

@@ -65,14 +65,20 @@ def local_stack(tmp_path_factory):
         process.kill()
 
 
-def start_runtime(info: dict, harnesses: list[str], extra: tuple[str, ...] = (), stderr=subprocess.DEVNULL
-                  ) -> subprocess.Popen:
+# The e2e MCP servers listen on loopback: an operator's Runtime reaches them only where the operator's
+# setting allows it (issue 33), so the tests' shared Runtimes allow loopback unless a test says otherwise.
+TEST_EGRESS_ALLOW = "127.0.0.0/8"
+
+
+def start_runtime(info: dict, harnesses: list[str], extra: tuple[str, ...] = (), stderr=subprocess.DEVNULL,
+                  egress_allow: str = TEST_EGRESS_ALLOW) -> subprocess.Popen:
     args = [sys.executable, "-m", "runtime", "--url", info["websocket_url"], "--heartbeat", "0.5", *extra]
     for h in harnesses:
         args += ["--harness", h]
     return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr,  # noqa: S603
                             env={**os.environ, "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}",
-                                 "AGENTS_CORE_RUNTIME_TOKEN": info["runtime_token"]})
+                                 "AGENTS_CORE_RUNTIME_TOKEN": info["runtime_token"],
+                                 "AGENTS_CORE_EGRESS_ALLOW": egress_allow})
 
 
 @pytest.fixture(scope="session")
@@ -141,10 +147,12 @@ class NativeRuntime(RuntimeProcess):
     state directory (so a restart resumes the native history); the provider log shows what the native
     Harness sent the model."""
 
-    def __init__(self, info: dict, root: pathlib.Path, harness: str, extra: tuple[str, ...] = ()):
+    def __init__(self, info: dict, root: pathlib.Path, harness: str, extra: tuple[str, ...] = (),
+                 egress_allow: str = TEST_EGRESS_ALLOW):
         self.info = info
         self.harness = harness
         self.extra = extra
+        self.egress_allow = egress_allow
         self.log = root / "provider.jsonl"
         self.state = root / "state"
         self.stderr = root / "runtime.log"
@@ -155,7 +163,7 @@ class NativeRuntime(RuntimeProcess):
         with open(self.stderr, "a") as err:
             self.process = start_runtime(self.info, [self.harness], extra=(
                 "--native", self.harness, "--model-provider", "scripted", "--provider-log", str(self.log),
-                "--state-dir", str(self.state), *self.extra), stderr=err)
+                "--state-dir", str(self.state), *self.extra), stderr=err, egress_allow=self.egress_allow)
         from local.inprocess import wait_for
 
         wait_for(lambda: self.stderr.read_text().count(f"connected; serving {self.harness}") > mark, timeout=30)

@@ -111,7 +111,7 @@ SDK_VARIABLES = ("CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION", "CLAUDE_C
 
 def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[FunctionsServer], *,
                 config_dir: pathlib.Path, cwd: pathlib.Path, binary: str, resume: Optional[str] = None,
-                box: Any = None) -> Any:
+                box: Any = None, namespace: Any = None, launchers: Optional[pathlib.Path] = None) -> Any:
     """ClaudeAgentOptions from the adapter's translation, the provider selection and the Session's state."""
     from claude_agent_sdk import ClaudeAgentOptions
     from claude_agent_sdk.types import McpSdkServerConfig
@@ -137,6 +137,13 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
         binary = box.launcher("claude_code", f"{INSIDE_OPT}/claude_code/{pathlib.Path(binary).name}",
                               [*env, *SDK_VARIABLES])
         native["cwd"] = str(cwd)  # the process starts in the workspace's host directory, /workspace inside
+    elif namespace is not None:
+        # A shared Runtime: the CLI runs in a network namespace of its own (runtime.sandbox.HarnessNamespace):
+        # the model through the bridge with the namespace's token, the tenant's MCP servers through the egress
+        # proxy only.
+        env = namespace.environ({**env, "ANTHROPIC_BASE_URL": namespace.provider_url("claude_code"),
+                                 "ANTHROPIC_API_KEY": namespace.token("claude_code")})
+        binary = namespace.launcher("claude_code", binary, pathlib.Path(launchers or config_dir.parent))
     kwargs: dict[str, Any] = {
         "tools": native["tools"], "allowed_tools": list(native.get("allowedTools") or []),
         "disallowed_tools": list(native.get("disallowedTools") or []), "mcp_servers": servers,
@@ -293,7 +300,9 @@ class ClaudeSession:
             return self.client
         self._bearers = bearers
         options = sdk_options(start, self.driver.provider, self.functions, config_dir=self.config_dir,
-                              cwd=self.cwd, binary=self.driver.binary, resume=self.native_session, box=self.box)
+                              cwd=self.cwd, binary=self.driver.binary, resume=self.native_session, box=self.box,
+                              namespace=start.get("namespace") if self.box is None else None,
+                              launchers=self.driver.state_dir)
         connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self._owner = asyncio.ensure_future(self._own(options, connected, self._stop))

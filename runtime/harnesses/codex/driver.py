@@ -287,6 +287,10 @@ class CodexSession:
                 copy = self.root / "model_catalog.json"
                 shutil.copyfile(catalog, copy)
                 catalog = self.box.inside(copy)
+        namespace = start.get("namespace") if self.box is None else None  # a shared Runtime's (environment none)
+        if namespace is not None:  # the model through the bridge, the tenant's MCP servers through the egress proxy
+            provider = dataclasses.replace(provider, base_url=namespace.provider_url("codex"),
+                                           env_key=provider.env_key or "OPENAI_API_KEY")
         native = native_config(start, provider, catalog, names)
         declared = adapter.config(start, names)
         (self.home / "config.toml").write_text(adapter.render_toml(native))
@@ -302,6 +306,10 @@ class CodexSession:
             env["CODEX_HOME"] = str(self.home)
             env.update(bearers)  # only this app-server's environment holds them (never argv or config.toml)
             argv, spawn_cwd = [self.driver.binary, "app-server"], str(self.cwd)
+            if namespace is not None:
+                env[provider.env_key] = namespace.token("codex")
+                env = namespace.environ(env)
+                argv = namespace.argv("codex", argv)
         peer = JsonRpcPeer(self._notification, self._request, self._exited)
         self.mcp_status.clear()  # a new process starts its servers again
         await peer.spawn(argv, env, spawn_cwd)
