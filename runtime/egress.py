@@ -57,7 +57,7 @@ _REFUSED: tuple[tuple[str, str], ...] = (
     ("fc00::/7", "unique-local"), ("fec0::/10", "site-local"),
     ("0.0.0.0/8", "this network"), ("::/128", "unspecified"),
     ("224.0.0.0/4", "multicast"), ("ff00::/8", "multicast"),
-    ("240.0.0.0/4", "reserved"), ("255.255.255.255/32", "broadcast"),
+    ("255.255.255.255/32", "broadcast"), ("240.0.0.0/4", "reserved"),
     ("192.0.0.0/24", "IETF protocol assignments"), ("192.0.2.0/24", "documentation"),
     ("198.51.100.0/24", "documentation"), ("203.0.113.0/24", "documentation"), ("2001:db8::/32", "documentation"),
     ("198.18.0.0/15", "benchmarking"), ("100::/64", "discard-only"),
@@ -149,7 +149,8 @@ class EgressPolicy:
     allow: tuple[Network, ...] = ()
     own: Callable[[], Iterable[IPAddress]] = host_addresses
     own_ttl: float = 10.0
-    _own_cache: tuple[float, frozenset[IPAddress]] = field(default=(0.0, frozenset()), repr=False)
+    # read on first use whatever the monotonic clock reads (it counts from boot: it may be below own_ttl)
+    _own_cache: tuple[float, frozenset[IPAddress]] = field(default=(float("-inf"), frozenset()), repr=False)
 
     @classmethod
     def from_environment(cls) -> EgressPolicy:
@@ -181,7 +182,8 @@ class EgressPolicy:
         if self._allowed_by_setting(address):
             return None
         inner = embedded_ipv4(address)
-        for candidate in ([address, inner] if inner is not None else [address]):
+        # the IPv4 inside first: the packet finally reaches it, and its range is the reason to name
+        for candidate in ([inner, address] if inner is not None else [address]):
             for network, why in REFUSED:
                 if candidate.version == network.version and candidate in network:
                     return why
@@ -337,7 +339,11 @@ class EgressProxy(LoopServer):
                 await _answer(writer, 400, "not an HTTP request")
                 return
             if method.upper() == "CONNECT":
-                host, port = _authority(target)
+                try:
+                    host, port = _authority(target)
+                except ValueError:
+                    await _answer(writer, 400, "CONNECT takes host:port")
+                    return
                 rest = b""
             else:
                 parts = urllib.parse.urlsplit(target)
@@ -349,8 +355,9 @@ class EgressProxy(LoopServer):
                 path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
                 headers = [line for line in lines[1:] if not line.lower().startswith((b"proxy-", b"connection:",
                                                                                      b"keep-alive:"))]
-                rest = (f"{method} {path} {version}\r\n".encode("latin-1") + b"\r\n".join(headers) +
-                        b"\r\nConnection: close\r\n\r\n")
+                # one head even with no header left (no empty line before Connection: close)
+                rest = b"\r\n".join([f"{method} {path} {version}".encode("latin-1"), *headers,
+                                      b"Connection: close", b"", b""])
             opened = await self._connect(route, host, port)
             if isinstance(opened, str):
                 await _answer(writer, 403, opened)
