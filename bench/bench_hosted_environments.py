@@ -101,7 +101,7 @@ def tree_rss_mib(pid: int) -> float:
 
 
 def main() -> dict:
-    from runtime.__main__ import build_drivers, hosted_environments, parser
+    from runtime.__main__ import build_drivers, egress_proxy, hosted_environments, parser
     from runtime.router import Runtime
     from runtime.sandbox import HostedEnvironments
 
@@ -110,7 +110,7 @@ def main() -> dict:
     args = parser().parse_args(["--native", "codex,claude_code", "--model-provider", "scripted",
                                 "--state-dir", str(work / "state"), "--url", "ws://unused", "--token", "unused"])
     drivers, provider = build_drivers(args, ["codex", "claude_code"])
-    hosted = hosted_environments(str(work / "hosted"), drivers)
+    hosted = hosted_environments(str(work / "hosted"), drivers, egress_proxy(str(work / "hosted")))
     sink = Collector()
     plain = Runtime(sink.send, drivers, heartbeat_seconds=30)
     boxed = Runtime(sink.send, drivers, heartbeat_seconds=30, hosted=hosted)
@@ -168,4 +168,4 @@ def _read(path: pathlib.Path) -> bytes:
 
 
 if __name__ == "__main__":
-    emit("hosted_environments", main())
+    emit("hosted_environments", {"benchmark": "hosted_environments", **main()})

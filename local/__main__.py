@@ -47,6 +47,8 @@ Settings come from the environment:
   AGENTS_CORE_START_RUNTIME    0: start no reference Runtime
   AGENTS_CORE_NATIVE_HARNESSES codex,claude_code: run those natively on the scripted model provider
   AGENTS_CORE_HOSTED_ENVIRONMENTS 0: start no hosted-environments Runtime (openai_hosted Sessions)
+  AGENTS_CORE_EGRESS_ALLOW     CIDRs the Runtimes' tenant connections may reach beyond the public internet
+                               (empty: none; 127.0.0.0/8 for an MCP server on this machine's loopback)
   AGENTS_CORE_HEARTBEAT_SECONDS, AGENTS_CORE_WS_DELIVERY (direct|ordered|concurrent)
 """
 

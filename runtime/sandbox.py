@@ -56,7 +56,8 @@ INSIDE_OPT = "/opt/agents-core"
 INSIDE_TMP = "/tmp"  # noqa: S108 - the sandbox's own fresh tmpfs
 BRIDGE_PORT = 8555  # inside a namespace: the model bridge's loopback port (the forwarder's)
 EGRESS_PORT = 8556  # inside a namespace with egress: the egress proxy's loopback port
-UID_BASE = 200_000  # Environments' own host uids (when the Runtime runs as root)
+UID_BASE = 200_000  # Environments' own host uids (when the Runtime runs as root): UID_BASE .. UID_BASE + UID_COUNT - 1,
+UID_COUNT = 65_536  # the range a host firewall matches (README: operator hardening)
 SETUP_TIMEOUT = float(os.environ.get("AGENTS_CORE_SETUP_TIMEOUT", "300"))
 PACKAGE_TIMEOUT = float(os.environ.get("AGENTS_CORE_PACKAGE_TIMEOUT", "600"))
 _ENV_ID = re.compile(r"env_[A-Za-z0-9_-]{1,120}")
@@ -64,12 +65,15 @@ _SYSTEM_FILES = ("/etc/ssl", "/etc/ca-certificates", "/etc/resolv.conf", "/etc/h
                  "/etc/host.conf", "/etc/gai.conf", "/etc/localtime", "/etc/alternatives", "/etc/mime.types",
                  "/etc/pki", "/etc/crypto-policies")
 _PATH = f"{INSIDE_HOME}/.local/bin:{INSIDE_HOME}/.npm-global/bin:/usr/local/bin:/usr/bin:/bin"
+# `python3 -I forward.py PORT SOCKET [PORT SOCKET ...] -- COMMAND...`: binds each loopback PORT of the
+# namespace (relayed to the Unix SOCKET bound into it), then runs COMMAND as its child (stdio inherited,
+# signals passed on, its exit status returned): the ports answer before the command starts, with no polling.
 FORWARDER = """\
-import socket, sys, threading
+import os, signal, socket, sys, threading
 def pipe(a, b):
     try:
         while True:
-            data = a.recv(65536)
+            data = a.recv(262144)
             if not data:
                 break
             b.sendall(data)
@@ -94,17 +98,26 @@ def accept(server, path):
     while True:
         conn, _ = server.accept()
         threading.Thread(target=serve, args=(conn, path), daemon=True).start()
-pairs = list(zip(sys.argv[1::2], sys.argv[2::2]))
+args = sys.argv[1:]
+split = args.index("--")
+command = args[split + 1:]
 servers = []
-for port, path in pairs:
+for port, path in zip(args[:split:2], args[1:split:2]):
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("127.0.0.1", int(port)))
     server.listen(64)
     servers.append((server, path))
-for server, path in servers[1:]:
+child = os.fork()
+if child == 0:
+    os.execvp(command[0], command)
+for server, path in servers:
     threading.Thread(target=accept, args=(server, path), daemon=True).start()
-accept(*servers[0])
+for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(number, lambda n, _: os.kill(child, n))
+status = os.waitpid(child, 0)[1]
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
 """
 
 
@@ -429,9 +442,9 @@ class HostedEnvironments:
         with self._guard:
             taken = {int(p.read_text()) for p in (self.directory / "envs").glob("*/uid")}
             digest = int(hashlib.sha256(root.name.encode()).hexdigest(), 16)
-            uid = UID_BASE + digest % 60_000
+            uid = UID_BASE + digest % UID_COUNT
             while uid in taken:
-                uid += 1
+                uid = UID_BASE + (uid - UID_BASE + 1) % UID_COUNT
             path.write_text(str(uid))
         return uid
 
@@ -494,8 +507,9 @@ class HarnessNamespace:
     def argv(self, harness: str, command: list[str]) -> list[str]:
         bridge = self.bridge.socket_for(self.identity(harness))
         egress = self.egress.socket_for(self.identity(harness), bridge=bridge)
-        words = [self.bwrap, "--unshare-user", "--unshare-net", "--die-with-parent", "--bind", "/", "/",
-                 "--dev-bind", "/dev", "/dev", "--"]
+        # a pid namespace too, so the forwarder ends with the Harness process
+        words = [self.bwrap, "--unshare-user", "--unshare-net", "--unshare-pid", "--die-with-parent",
+                 "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--"]
         return words + forwarding(str(self.forwarder), [(BRIDGE_PORT, bridge), (EGRESS_PORT, egress)]) + command
 
     def launcher(self, harness: str, binary: str, directory: pathlib.Path) -> str:
@@ -522,6 +536,9 @@ def _check_traversable(directory: pathlib.Path) -> None:
                                "reach their workspaces; choose a directory such as /var/lib/agents-core/hosted.")
 
 
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy")
+
+
 def proxy_variables(*, no_proxy: bool) -> dict[str, str]:
     """The egress proxy as every common client reads it (upper and lower case). `no_proxy`: loopback goes
     direct (inside a sandbox, loopback is the sandbox's own: its bridge and its own servers)."""
@@ -533,16 +550,11 @@ def proxy_variables(*, no_proxy: bool) -> dict[str, str]:
 
 
 def forwarding(script: str, pairs: list[tuple[int, str]]) -> list[str]:
-    """The argv prefix that starts the forwarder (loopback port -> Unix socket, for each pair) inside a
-    namespace, waits until its last port answers, then runs the command."""
+    """The argv prefix that runs the command behind the forwarder (loopback port -> Unix socket, for each
+    pair) inside a namespace: the ports are bound before the command starts."""
     if not pairs:
         return []
-    args = " ".join(f"{port} {path}" for port, path in pairs)
-    last = pairs[-1][0]
-    wrapper = (f'/usr/bin/python3 -I {script} {args} & '
-               'i=0; while [ $i -lt 100 ] && ! (exec 3<>/dev/tcp/127.0.0.1/' + str(last) +
-               ') 2>/dev/null; do sleep 0.02; i=$((i+1)); done; exec "$@"')
-    return ["/bin/bash", "-c", wrapper, "namespace"]
+    return ["/usr/bin/python3", "-I", script, *[str(w) for pair in pairs for w in pair], "--"]
 
 
 def _safe(name: str) -> str:

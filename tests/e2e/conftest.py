@@ -37,13 +37,14 @@ def _wait_file(path: pathlib.Path, process: subprocess.Popen, timeout: float = 6
 ENVIRONMENT_WAIT = 20
 
 
-@pytest.fixture(scope="session")
-def local_stack(tmp_path_factory):
-    state = tmp_path_factory.mktemp("stack") / "stack.json"
+def start_stack(directory: pathlib.Path, **settings: str) -> tuple[subprocess.Popen, dict]:
+    """`python -m local` (as `make dev` runs it, with no Runtime of its own) on free ports, its state under
+    `directory`; `settings` are more of its environment variables."""
+    state = directory / "stack.json"
     env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
            "AGENTS_CORE_STACK_FILE": str(state), "AGENTS_CORE_HEARTBEAT_SECONDS": str(HEARTBEAT),
            "AGENTS_CORE_START_RUNTIME": "0", "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}",
-           "ENVIRONMENT_WAIT_SECONDS": str(ENVIRONMENT_WAIT)}
+           "ENVIRONMENT_WAIT_SECONDS": str(ENVIRONMENT_WAIT), **settings}
     started = time.perf_counter()
     # Its log goes to a file: a pipe nobody reads fills after a few thousand lines of a full run and then
     # blocks the stack (and the Runtimes it started, which inherit it) at their next write.
@@ -54,15 +55,26 @@ def local_stack(tmp_path_factory):
     try:
         info = _wait_file(state, process)
     except (RuntimeError, TimeoutError) as exc:
+        process.kill()
         raise RuntimeError(f"{exc}: {log.read_text()[-4000:]}") from exc
     info["startup_seconds_measured"] = round(time.perf_counter() - started, 2)
     info["stack_file"] = str(state)
-    yield info
+    return process, info
+
+
+def stop_stack(process: subprocess.Popen) -> None:
     process.send_signal(signal.SIGTERM)  # `python -m local` stops on SIGTERM as on Ctrl-C
     try:
         process.wait(timeout=15)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+@pytest.fixture(scope="session")
+def local_stack(tmp_path_factory):
+    process, info = start_stack(tmp_path_factory.mktemp("stack"))
+    yield info
+    stop_stack(process)
 
 
 # The e2e MCP servers listen on loopback: an operator's Runtime reaches them only where the operator's

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ...protocol import TurnChannel, assistant_message
-from ...sandbox import INSIDE_OPT, INSIDE_WORKSPACE
+from ...sandbox import INSIDE_OPT, INSIDE_WORKSPACE, PROXY_VARIABLES
 from .. import DEFAULT_MAX_WARM, NativeDriver, NativeTurn
 from ..common import AdapterError, bearer_variables, placement, tools_of
 from . import config as adapter
@@ -292,6 +292,13 @@ class CodexSession:
             provider = dataclasses.replace(provider, base_url=namespace.provider_url("codex"),
                                            env_key=provider.env_key or "OPENAI_API_KEY")
         native = native_config(start, provider, catalog, names)
+        if self.box is not None and self.box.network == "enabled":
+            # the model's commands and stdio MCP servers reach the network as the Environment does: through the
+            # sandbox's egress proxy (Codex starts a stdio server with the variables it names only)
+            native = adapter.merge(native, {"sandbox_workspace_write": {"network_access": True}})
+            for entry in (native.get("mcp_servers") or {}).values():
+                if "command" in entry:
+                    entry["env_vars"] = [*entry["env_vars"], *(n for n in PROXY_VARIABLES if n not in entry["env_vars"])]
         declared = adapter.config(start, names)
         (self.home / "config.toml").write_text(adapter.render_toml(native))
         if self.box is not None:

@@ -7,6 +7,7 @@ reaches only what the egress policy allows, redirects included."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import urllib.parse
 from typing import Any, Optional
 
@@ -36,6 +37,9 @@ def call(start: dict[str, Any], label: str, name: str, arguments: dict[str, Any]
     credential = (start.get("mcp_credentials") or {}).get(label)
     if credential is not None:
         headers["Authorization"] = f"Bearer {credential['token']}"
+    why = refusal(start, tool["transport"]["server_url"])
+    if why is not None:  # the proxy would refuse it too; say why rather than an HTTP error
+        raise McpCallError(f"MCP server '{label}' cannot be reached: the egress policy refuses it ({why}).")
     try:
         return asyncio.run(asyncio.wait_for(_call(tool["transport"]["server_url"], headers, name, arguments,
                                                   proxy_url(start)), CALL_TIMEOUT))
@@ -60,9 +64,11 @@ def refusal(start: dict[str, Any], url: str) -> Optional[str]:
     from ...egress import EgressRefused
 
     parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
-        asyncio.run(egress.policy.resolve(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)))
+        asyncio.run(egress.policy.resolve(parts.hostname or "", port))
     except EgressRefused as exc:
+        logging.getLogger("runtime.egress").info("egress refused: runtime -> %s:%s (%s)", parts.hostname, port, exc)
         return str(exc)
     return None
 
