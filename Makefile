@@ -48,9 +48,11 @@ endef
 browser:
 	$(call debian,chromium,chromium,the dashboard test,the dashboard browser test will be skipped)
 
-## sandbox: Debian's bubblewrap, which isolates each hosted Environment
+## sandbox: Debian's bubblewrap, which isolates each hosted Environment, and nftables, with which the local
+## stack refuses the Environments' uids the host's loopback, link-local and private addresses (defence in depth)
 sandbox:
 	$(call debian,bwrap,bubblewrap,hosted Environments,the hosted Environment tests will fail)
+	$(call debian,nft,nftables,the sandboxes' host firewall,make dev runs without the sandboxes' host firewall)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

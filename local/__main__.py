@@ -29,7 +29,8 @@ def runtime_line(stack: LocalStack) -> str:
                 f"(requests logged to {stack.info.get('provider_log')})"
     if stack.info.get("hosted_environments"):
         line += f"\n  hosted Runtime:          openai_hosted Environments, one bubblewrap sandbox each, in " \
-                f"{stack.info['hosted_environments']}"
+                f"{stack.info['hosted_environments']}" \
+                f"\n  sandbox firewall:        {stack.info.get('sandbox_firewall')}"
     elif stack.info.get("hosted_environments_error"):
         line += f"\n  hosted Runtime:          not started: {stack.info['hosted_environments_error']}"
     return line

@@ -200,6 +200,7 @@ class LocalStack:
         self.runtime_process: Optional[subprocess.Popen[bytes]] = None
         self.native_runtime_process: Optional[subprocess.Popen[bytes]] = None
         self.hosted_runtime_process: Optional[subprocess.Popen[bytes]] = None
+        self.firewall_table: Optional[str] = None  # the nftables table of the sandboxes' uids, while applied
         self.started_at = time.perf_counter()
 
     # -- start ---------------------------------------------------------------------------------------
@@ -275,6 +276,8 @@ class LocalStack:
             "moto_endpoint": f"http://127.0.0.1:{config.moto_port}", "table": config.table,
             "state_machine_arn": machines["TurnStateMachine"], "pid": os.getpid(),
         }
+        if config.hosted_environments:  # for its own hosted Runtime and any a test or an operator connects
+            info["sandbox_firewall"] = self._sandbox_firewall()
         if config.start_runtime:
             self._start_runtimes(info)
         self._connect_environments(info)
@@ -351,6 +354,24 @@ class LocalStack:
                      "--provider-log", str(config.stack_file.parent / "provider.jsonl")]
         self.hosted_runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603 - our own module
         info["hosted_environments"] = str(directory)
+
+    def _sandbox_firewall(self) -> str:
+        """The operator hardening the README documents, on this machine too: the Environments' uids refused
+        loopback, link-local and private addresses on the host's network stack (nftables; root only)."""
+        from runtime.sandbox import firewall_ruleset
+
+        if os.geteuid() != 0:
+            return "not applied: the hosted Runtime runs Environments as this user, not as uids of their own"
+        nft = shutil.which("nft")
+        if nft is None:
+            return "not applied: nftables is not installed (apt-get install nftables)"
+        table = f"agents_core_sandboxes_{os.getpid()}"
+        done = subprocess.run([nft, "-f", "-"], input=firewall_ruleset(table), capture_output=True, text=True,  # noqa: S603
+                              check=False)
+        if done.returncode != 0:
+            return f"not applied: nft refused the rules ({done.stderr.strip()[:200]})"
+        self.firewall_table = table
+        return f"nftables table inet {table}"
 
     def _serve(self, app: Any, sock: socket.socket, **options: Any) -> None:
         import uvicorn
@@ -490,6 +511,9 @@ class LocalStack:
 
     # -- stop ------------------------------------------------------------------------------------------
     def stop(self) -> None:
+        if self.firewall_table:
+            subprocess.run([shutil.which("nft") or "nft", "delete", "table", "inet", self.firewall_table],  # noqa: S603
+                           capture_output=True, check=False)
         if getattr(self, "environment_connector", None) is not None:
             self.environment_connector.stop()
         runtimes = (self.runtime_process, self.native_runtime_process, self.hosted_runtime_process)

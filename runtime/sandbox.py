@@ -527,6 +527,19 @@ class HarnessNamespace:
         return str(path)
 
 
+def firewall_ruleset(table: str = "agents_core_sandboxes") -> str:
+    """nftables rules (defence in depth, for `nft -f -`) that refuse, on the host's own network stack, what a
+    sandbox's uid must never reach there: loopback, link-local (the metadata service), private and shared
+    ranges, IPv6 loopback, link-local and unique-local. Sandboxes have a network namespace of their own, so
+    this holds only if one ever shared the host's. The uids are the Environments' own (a root Runtime)."""
+    uids = f"{UID_BASE}-{UID_BASE + UID_COUNT - 1}"
+    return (f"table inet {table}\ndelete table inet {table}\ntable inet {table} {{\n"
+            "  chain output {\n    type filter hook output priority 0; policy accept;\n"
+            f"    meta skuid {uids} ip daddr {{ 127.0.0.0/8, 169.254.0.0/16, 10.0.0.0/8, 172.16.0.0/12, "
+            "192.168.0.0/16, 100.64.0.0/10 } reject\n"
+            f"    meta skuid {uids} ip6 daddr {{ ::1, fe80::/10, fc00::/7 }} reject\n  }}\n}}\n")
+
+
 def _check_traversable(directory: pathlib.Path) -> None:
     """Each Environment runs as a uid of its own, which must reach its directory under `directory`."""
     for parent in [directory, *directory.parents]:

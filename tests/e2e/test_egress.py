@@ -216,6 +216,7 @@ out["loopback_http"] = fetch("http://127.0.0.1:%d/" % targets["listener"])
 out["loopback_via_proxy"] = via_proxy("http://127.0.0.1:%d/" % targets["listener"])
 out["localhost_via_proxy"] = via_proxy("http://localhost:%d/" % targets["listener"])
 out["moto_via_proxy"] = via_proxy("http://127.0.0.1:%d/" % targets["moto"])
+out["stack_via_proxy"] = via_proxy("http://127.0.0.1:%d/local-stack.json" % targets["stack"])
 out["other_sandbox"] = connect("127.0.0.1", targets["other"])
 out["private"] = fetch("http://10.1.2.3/")
 out["private_direct"] = connect("10.1.2.3", 80)
@@ -251,7 +252,7 @@ def assert_confined(seen: dict, where: str, listener: Listener, allowed: bool = 
     for key in ("loopback", "loopback_http", "other_sandbox", "private", "private_direct", "link_local",
                 "link_local_v6", "host_veth", "allowed_direct"):
         assert seen[key].startswith("failed"), (where, key, seen[key])
-    for key in ("loopback_via_proxy", "localhost_via_proxy", "moto_via_proxy"):
+    for key in ("loopback_via_proxy", "localhost_via_proxy", "moto_via_proxy", "stack_via_proxy"):
         assert seen[key].startswith("status HTTP/1.1 403"), (where, key, seen[key])
     if allowed:
         assert seen["allowed"] == "answered 200 reachable", (where, seen["allowed"])
@@ -265,6 +266,7 @@ def test_tenant_code_in_a_hosted_sandbox_reaches_only_what_the_policy_allows(sta
     sandbox serves its workspace on its own 127.0.0.1 meanwhile."""
     mallory, victim = tenant_client(stack, f"mallory-{harness}"), tenant_client(stack, f"victim-{harness}")
     targets = {"listener": listener.port, "moto": int(stack["moto_endpoint"].rsplit(":", 1)[1]), "other": OTHER_PORT,
+               "stack": int(stack["base_url"].rsplit(":", 1)[1].split("/")[0]),
                "host_veth": ALLOWED_HOST, "allowed": allowed_server, "allowed_host": ALLOWED_NS,
                "allowed_port": ALLOWED_PORT}
     served = None
@@ -318,6 +320,27 @@ def test_tenant_code_in_a_hosted_sandbox_reaches_only_what_the_policy_allows(sta
     assert f"egress: {session.environment.id} -> {ALLOWED_NS}:{ALLOWED_PORT}" in log
     for secret in ("sk-operator", "acb_"):
         assert secret not in log
+
+
+def test_the_local_stack_serves_its_key_and_moto_only_to_the_host_and_firewalls_the_sandbox_uids(stack, listener):
+    """What a sandbox must never reach is there on the host (the dev key, an AWS endpoint that checks no
+    signature), and the stack's nftables table refuses the Environments' uids the host's loopback."""
+    import urllib.request
+
+    with urllib.request.urlopen(stack["base_url"].rsplit("/v1", 1)[0] + "/local-stack.json", timeout=10) as answer:
+        assert "api_key" in answer.read().decode()  # reachable from the host: the probes above prove the sandbox not
+    if os.geteuid() != 0 or shutil.which("nft") is None:
+        pytest.fail("make test installs nftables and CI runs as root: the sandbox firewall must be applied")
+    table = stack.get("sandbox_firewall", "")
+    assert table.startswith("nftables table inet agents_core_sandboxes_"), table
+    rules = subprocess.run(["nft", "list", "table", "inet", table.rsplit(" ", 1)[1]], capture_output=True,  # noqa: S603, S607
+                           text=True, check=True).stdout
+    assert "meta skuid 200000-265535 ip daddr" in rules and "169.254.0.0/16" in rules
+    done = subprocess.run(["setpriv", "--reuid=200777", "--regid=200777", "--clear-groups", sys.executable, "-I", "-c",  # noqa: S603, S607
+                           f"import socket; socket.create_connection(('127.0.0.1', {listener.port}), timeout=3)"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "ConnectionRefusedError" in done.stderr
+    assert listener.accepted == 0
 
 
 @pytest.mark.parametrize("network", ["disabled", "enabled"])
