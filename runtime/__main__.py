@@ -21,6 +21,13 @@ Environment's Harness, tools, stdio MCP servers and setup run in a bubblewrap sa
 workspace, home and state under DIR/envs/<id>, an unprivileged uid of its own when run as root), and
 the model provider is reached through a bridge that adds the key outside the sandbox. Core pins each
 Environment to the host that prepared it; connect more hosts to scale out.
+
+An operator's Runtime (shared or hosted) makes every connection for a tenant through its egress proxy:
+the public internet only, never this host's loopback, a private or link-local address (the cloud metadata
+service) or this host's own addresses. A shared Runtime's native Harness processes run in a network
+namespace of their own (bubblewrap) for that. AGENTS_CORE_EGRESS_ALLOW (comma-separated CIDRs, empty by
+default) adds what they may reach too; AGENTS_CORE_PACKAGE_REGISTRIES (host names) lists the registries a
+hosted Environment's package installs reach.
 """
 
 from __future__ import annotations
