@@ -29,11 +29,12 @@ ROUNDS = 200
 CODEX = ROOT / ".venv/lib/python3.11/site-packages/codex_cli_bin/bin/codex"
 
 
-def _round_trips(url: str, cwd: Path, rounds: int) -> list[float]:
+def _round_trips(url: str, cwd: Path, rounds: int, bearer: str | None = None) -> list[float]:
     from websockets.sync.client import connect
 
     samples = []
-    with connect(url, max_size=None, open_timeout=20) as ws:
+    headers = {"Authorization": f"Bearer {bearer}"} if bearer else None  # the executor host's app endpoint
+    with connect(url, max_size=None, open_timeout=20, additional_headers=headers) as ws:
         ws.send(json.dumps({"id": 0, "method": "initialize", "params": {"clientName": "bench"}}))
         while json.loads(ws.recv(timeout=20)).get("id") != 0:
             pass
@@ -93,9 +94,9 @@ def through_the_executor_host(root: Path, rounds: int) -> list[float]:
         deadline = time.time() + 20
         while not told and time.time() < deadline:
             time.sleep(0.02)
-        url = hub.bind({"harness": "codex", "session_id": "sess_bench", "environment": {"type": "self_hosted"},
-                        "agent": {"tools": []}})["executor"]["url"]
-        return _round_trips(url, root, rounds)
+        executor = hub.bind({"harness": "codex", "session_id": "sess_bench", "environment": {"type": "self_hosted"},
+                             "agent": {"tools": []}})["executor"]
+        return _round_trips(executor["url"], root, rounds, bearer=executor["token"])
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -134,6 +135,7 @@ def main() -> dict:
         subprocess.run(["true"], check=True)  # noqa: S607 - the bench's own baseline
         local.append(time.perf_counter() - started)
     result = {
+        "benchmark": "exec_server",
         "exec_round_trip_through_executor_host": percentiles(through_the_executor_host(root / "a", ROUNDS)),
         "exec_round_trip_direct_exec_server": percentiles(straight_to_a_local_exec_server(root / "b", ROUNDS)),
         "local_process_start_true": percentiles(local),
