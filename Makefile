@@ -12,7 +12,7 @@ TEST_WORKERS ?= 3
 
 .PHONY: dev test lint browser sandbox asl unit integration e2e bench build deploy validate clean sam-cli
 
-$(STAMP): requirements-dev.txt layers/contract/requirements.txt runtime/requirements.txt
+$(STAMP): requirements-dev.txt layers/contract/requirements.txt layers/contract/pyproject.toml runtime/requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-compile -r requirements-dev.txt

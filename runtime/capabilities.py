@@ -7,15 +7,9 @@ scripted engine, so every Harness's flows run locally; `runtime.hello` says so i
 
 from __future__ import annotations
 
-import pathlib
-import sys
 from typing import Optional
 
-try:
-    from agents_contract import capabilities as _caps
-except ImportError:  # running from a checkout: the contract layer lives beside us
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "layers" / "contract"))
-    from agents_contract import capabilities as _caps
+from agents_contract import capabilities as _caps  # installed by runtime/requirements.txt
 
 
 def declarations(harnesses: list[str], engines: Optional[dict[str, str]] = None) -> list[dict[str, object]]:

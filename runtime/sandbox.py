@@ -306,7 +306,7 @@ class Sandbox:
             packages = self.config.get("packages") or {}
             python = [str(p) for p in packages.get("python") or []]
             if python:
-                # Isolated Python (-I: no PYTHON* variable, no user site, no script directory on sys.path) with
+                # Isolated Python (-I: no PYTHON* variable, no user site, no script directory on the import path) with
                 # no configuration file, in the registries-only namespace, with none of the Session's `env`.
                 code = self.run(_quote(["/usr/bin/python3", "-I", "-m", "pip", "install", "--user", "--quiet",
                                         "--break-system-packages", "--no-warn-script-location", "--no-input",

@@ -30,12 +30,9 @@ from typing import Any, Optional
 
 import tomli_w
 
-from ..common import AdapterError, one, output_schema, placement, tools_of
+from agents_contract.harnessconfig import CODEX_RESERVED_LABELS
 
-try:
-    from agents_contract.harnessconfig import CODEX_RESERVED_LABELS
-except ImportError:  # pragma: no cover - the Runtime normally runs beside the contract layer
-    CODEX_RESERVED_LABELS = frozenset({"codex", "codex_apps"})
+from ..common import AdapterError, one, output_schema, placement, tools_of
 
 
 def mcp_servers(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) -> dict[str, Any]:
