@@ -19,10 +19,9 @@ from runtime.harnesses.claude_code.driver import (
     check_inventory,
     find_claude,
     permission_callback,
-    result_content,
     sdk_options,
 )
-from runtime.harnesses.claude_code.functions import FunctionsServer
+from runtime.harnesses.claude_code.functions import FunctionsServer, result_content
 from runtime.harnesses.common import AdapterError
 from runtime.protocol import TurnChannel
 from tests.unit.claude_code_replay import ReplayClient, recorded

@@ -21,7 +21,6 @@ options are the adapter's translation of the frozen snapshot (config.py).
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import os
@@ -745,28 +744,3 @@ class ClaudeTurn(NativeTurn):
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:120]
 
-
-def result_content(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
-    """The caller's result as MCP content, unchanged: (content, is_error). A string is one text part;
-    inline PNG/JPEG image parts of a successful result become image content."""
-    success = bool(result.get("success", True))
-    output = result.get("output")
-    if output is None:
-        error = result.get("error")
-        return [{"type": "text", "text": error if isinstance(error, str) else ""}], not success
-    if isinstance(output, str):
-        return [{"type": "text", "text": output}], not success
-    content: list[dict[str, Any]] = []
-    for part in output:
-        kind = part.get("type")
-        if kind in ("input_text", "output_text", "text"):
-            content.append({"type": "text", "text": part.get("text", "")})
-        elif kind == "input_image" and success:
-            url = part.get("image_url") or ""
-            for mime in ("image/png", "image/jpeg"):
-                prefix = f"data:{mime};base64,"
-                if url.startswith(prefix):
-                    data = url[len(prefix):]
-                    base64.b64decode(data, validate=True)
-                    content.append({"type": "image", "data": data, "mimeType": mime})
-    return content, not success

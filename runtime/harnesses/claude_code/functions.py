@@ -9,6 +9,7 @@ caller's admitted result (for minutes if need be) and returns it unchanged.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Awaitable, Callable
 from typing import Any, Optional
 
@@ -37,8 +38,6 @@ class FunctionsServer:
         return types.ListToolsResult(tools=self.tools)
 
     async def _call(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        from .driver import result_content
-
         meta = params.meta if isinstance(params.meta, dict) else (params.meta.model_dump(by_alias=True)
                                                                     if params.meta is not None else {})
         result = await self.handler(meta.get(TOOL_USE_ID), params.name, dict(params.arguments or {}))
@@ -50,3 +49,29 @@ class FunctionsServer:
             else:
                 parts.append(types.TextContent(type="text", text=part["text"]))
         return types.CallToolResult(content=parts, is_error=is_error)
+
+
+def result_content(result: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+    """The caller's result as MCP content, unchanged: (content, is_error). A string is one text part;
+    inline PNG/JPEG image parts of a successful result become image content."""
+    success = bool(result.get("success", True))
+    output = result.get("output")
+    if output is None:
+        error = result.get("error")
+        return [{"type": "text", "text": error if isinstance(error, str) else ""}], not success
+    if isinstance(output, str):
+        return [{"type": "text", "text": output}], not success
+    content: list[dict[str, Any]] = []
+    for part in output:
+        kind = part.get("type")
+        if kind in ("input_text", "output_text", "text"):
+            content.append({"type": "text", "text": part.get("text", "")})
+        elif kind == "input_image" and success:
+            url = part.get("image_url") or ""
+            for mime in ("image/png", "image/jpeg"):
+                prefix = f"data:{mime};base64,"
+                if url.startswith(prefix):
+                    data = url[len(prefix):]
+                    base64.b64decode(data, validate=True)
+                    content.append({"type": "image", "data": data, "mimeType": mime})
+    return content, not success
