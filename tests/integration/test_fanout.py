@@ -3,7 +3,7 @@ when one condition fails (a subscriber already had the commit, or left), the pag
 claims one by one, so every subscriber gets each commit exactly once."""
 
 
-from agents_core import live, runtimes
+from agents_core import keys, live
 from agents_core.aws import default_messenger
 from tests.integration.conftest import sdk
 from tests.integration.stack_fixtures import stack  # noqa: F401 - fixtures
@@ -46,16 +46,14 @@ def test_a_subscriber_that_already_had_the_commit_sends_its_page_to_claims_one_b
     subs = subscribers(stack, key, session.id, 5)
     store = stack.store
     store.transact(store.new_transaction().update(
-        runtimes.conn_key(subs[2].connection_id, f"SUB#{session.id}"), "SET delivered_seq = :s", values={":s": 2_000}))  # it got commit 2,000 from an earlier, interrupted delivery
-    store.delete(runtimes.conn_key(subs[4].connection_id, f"SUB#{session.id}"))  # it left meanwhile
+        keys.subscription(subs[2].connection_id, session.id), "SET delivered_seq = :s", values={":s": 2_000}))  # it got commit 2,000 from an earlier, interrupted delivery
+    store.delete(keys.subscription(subs[4].connection_id, session.id))  # it left meanwhile
     assert live.fanout(store, default_messenger(), "tenant-a", session.id, 2_000, [EVENT]) == 3
     assert [len(got(sub)) for sub in subs] == [1, 1, 0, 1, 0]
 
 
 def outbox_records(stack, session_id):
-    from agents_core.store import session_pk
-
-    pk = session_pk("tenant-a", session_id)
+    pk = keys.session_partition("tenant-a", session_id)
     items = stack.dynamodb.query(TableName=stack.table, KeyConditionExpression="PK = :pk",
                                  ExpressionAttributeValues={":pk": {"S": pk}}, ConsistentRead=True)["Items"]
     return [i for i in items if i["SK"]["S"].startswith("OUT#")]
@@ -64,7 +62,7 @@ def outbox_records(stack, session_id):
 def test_commits_of_a_session_nobody_watches_skip_the_subscriber_query_until_someone_subscribes(stack):
     from agents_core import engine
     from agents_core.apikeys import create_key
-    from agents_core.store import TransactionConflict, session_key
+    from agents_core.store import TransactionConflict
     from tests.integration.test_live import send
 
     key = create_key(stack.store, "tenant-a")
@@ -75,7 +73,7 @@ def test_commits_of_a_session_nobody_watches_skip_the_subscriber_query_until_som
     assert all(r.get("fanout") == {"BOOL": False} for r in outbox_records(stack, session.id))
 
     # A commit decided before a subscription fails its condition and is decided again.
-    draft = engine.Draft(stack.store, "tenant-a", stack.store.get(session_key("tenant-a", session.id)))
+    draft = engine.Draft(stack.store, "tenant-a", stack.store.get(keys.session("tenant-a", session.id)))
     draft.emit_session("agent.session.in_progress")
     sub = Subscriber(stack, key)
     assert sub.subscribe(session.id)["type"] == "subscribed"

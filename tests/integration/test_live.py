@@ -8,10 +8,11 @@ import pytest
 from openai.types.beta.agent_session_event import AgentSessionEvent
 from pydantic import TypeAdapter
 
+from agents_core import keys as key_schema
 from agents_core import outbox, runtimes
 from agents_core.apikeys import create_key
 from agents_core.aws import default_messenger, default_workflow
-from agents_core.store import session_pk, unpack
+from agents_core.store import unpack
 from local.inprocess import wait_for
 from tests.integration.conftest import sdk
 from tests.integration.stack_fixtures import stack  # noqa: F401 - fixtures
@@ -131,7 +132,7 @@ def test_redelivered_stream_batch_posts_nothing_twice(stack, keys):
     sub.subscribe(session.id)
     send(client, session.id, "say hi")  # no Runtime: the Turn stays queued, its Session asking for its
     # Environment; the commit has 4 events (turn.created, item.added, in_progress, requires_action)
-    outbox_item = wait_for(lambda: [i for i in stack.store.query(pk=session_pk("tenant-a", session.id),
+    outbox_item = wait_for(lambda: [i for i in stack.store.query(pk=key_schema.session_partition("tenant-a", session.id),
                                                                  sk_prefix="OUT#", limit=10).items
                                     if "turn.created" in unpack(i["events"])])[0]
     wait_for(lambda: len(sub.events) == 4)

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from agents_core import keys
 from agents_core import settings as settings_module
 from agents_core import vaults as core_vaults
 from local.inprocess import wait_for
@@ -293,8 +294,8 @@ def test_an_undecryptable_credential_fails_the_turn(stack, client, runtime):  # 
     two = client.beta.agents.vaults.credentials.create(vault.id, name="b", auth={
         "type": "static_bearer", "mcp_server_url": "https://two.example/mcp", "token": "sb-other-token"})
     store = stack.store
-    first = store.get(core_vaults.credential_key("tenant-a", vault.id, one.id))
-    second = store.get(core_vaults.credential_key("tenant-a", vault.id, two.id))
+    first = store.get(keys.credential("tenant-a", vault.id, one.id))
+    second = store.get(keys.credential("tenant-a", vault.id, two.id))
     store.put({**first, "sealed": second["sealed"]})  # another credential's sealed token
     session = client.beta.agents.sessions.create(environment={"type": "none"}, vault_ids=[vault.id],
                                                  agent={"model": "gpt-5", "tools": [_tool()]}, input="say hi")

@@ -172,9 +172,9 @@ def test_credential_crud_keeps_secrets_write_only(client, kms, aws):
 
 
 def _sealed(store, vault_id, credential_id):
-    from agents_core.vaults import credential_key
+    from agents_core import keys
 
-    return store.get(credential_key("tenant-a", vault_id, credential_id))["sealed"]
+    return store.get(keys.credential("tenant-a", vault_id, credential_id))["sealed"]
 
 
 def test_envelope_is_bound_to_tenant_vault_credential_and_url(client, kms, store):

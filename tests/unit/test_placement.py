@@ -3,7 +3,7 @@ and the pools and queues that keep them apart (table-driven from DESIGN 8b and t
 
 import pytest
 
-from agents_core import placement
+from agents_core import keys, placement
 
 ENV = "env_01"
 
@@ -29,12 +29,12 @@ def test_which_kind_of_connection_may_serve_which_placement(kind, where, runtime
 
 
 def test_each_kind_declares_in_its_own_pool_and_queued_turns_wait_in_the_matching_queue():
-    assert placement.runtime_pool("shared", "codex") == "RUNTIME#codex"
-    assert placement.runtime_pool("enrolled", "codex", ENV) == f"RUNTIME#ENV#{ENV}#codex"
-    assert placement.runtime_pool("hosted", "codex") == "RUNTIME#HOSTED#codex"
+    assert keys.runtime_pool("shared", "codex") == "RUNTIME#codex"
+    assert keys.runtime_pool("enrolled", "codex", ENV) == f"RUNTIME#ENV#{ENV}#codex"
+    assert keys.runtime_pool("hosted", "codex") == "RUNTIME#HOSTED#codex"
     for where, kind in (("none", "shared"), ("self_hosted", "enrolled"), ("openai_hosted", "hosted")):
         pool = placement.pool_for(where, "codex", ENV)
-        assert pool == placement.runtime_pool(kind, "codex", ENV)
+        assert pool == keys.runtime_pool(kind, "codex", ENV)
         assert placement.queue(where, "codex", ENV) == pool.replace("RUNTIME#", "QUEUE#", 1)
     assert len({placement.pool_for(w, "codex", ENV) for w in ("none", "self_hosted", "openai_hosted")}) == 3
 

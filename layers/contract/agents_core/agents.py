@@ -7,18 +7,19 @@ from typing import Any
 from agents_contract import jsonutil, parser, resources
 from agents_contract.errors import NotFound, Unavailable
 
+from . import keys
 from .ids import new_id, now
 from .pagination import ListParams, page
-from .store import Contention, DynamoStore, TransactionConflict, agent_key
+from .store import Contention, DynamoStore, TransactionConflict
 
 
 def _item(tenant: str, record: dict[str, Any], version: int) -> dict[str, Any]:
-    return {**agent_key(tenant, record["id"]), "GSI1PK": f"T#{tenant}#AGENTS", "GSI1SK": record["id"],
+    return {**keys.agent(tenant, record["id"]), **keys.listed_agent(tenant, record["id"]),
             "kind": "agent", "doc": jsonutil.dumps(record), "version": version}
 
 
 def load(store: DynamoStore, tenant: str, agent_id: str) -> tuple[dict[str, Any], int]:
-    item = store.get(agent_key(tenant, agent_id))
+    item = store.get(keys.agent(tenant, agent_id))
     if item is None:
         raise NotFound()
     return jsonutil.loads(item["doc"]), int(item["version"])
@@ -72,14 +73,14 @@ def update(store: DynamoStore, tenant: str, agent_id: str, body: Any) -> dict[st
 
 
 def delete(store: DynamoStore, tenant: str, agent_id: str) -> dict[str, Any]:
-    if not store.delete(agent_key(tenant, agent_id), "attribute_exists(PK)"):
+    if not store.delete(keys.agent(tenant, agent_id), "attribute_exists(PK)"):
         raise NotFound()
     return {"id": agent_id, "object": "agent.deleted", "deleted": True}
 
 
 def list_page(store: DynamoStore, tenant: str, params: ListParams) -> dict[str, Any]:
-    if params.after is not None and store.get(agent_key(tenant, params.after)) is None:
+    if params.after is not None and store.get(keys.agent(tenant, params.after)) is None:
         raise NotFound()  # a cursor that names no Agent of this tenant
-    result = store.query(pk=f"T#{tenant}#AGENTS", index="GSI1", after=params.after, limit=params.limit,
+    result = store.query(**keys.agents_of_tenant(tenant), after=params.after, limit=params.limit,
                          ascending=params.ascending)
     return page([resources.agent_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)

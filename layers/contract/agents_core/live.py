@@ -14,23 +14,23 @@ from typing import Any, Optional
 
 from agents_contract.errors import InvalidRequest, NotFound
 
-from . import runtimes
+from . import keys, runtimes
 from .aws import Messenger
 from .ids import now
 from .settings import get_settings
-from .store import DynamoStore, TransactionConflict, session_key
+from .store import DynamoStore, TransactionConflict
 
 TICKET_SECONDS = 60
 SUBSCRIPTION_SECONDS = 2 * 3600  # API Gateway closes a WebSocket connection after 2 hours
 
 
 def _ticket_key(ticket: str) -> dict[str, str]:
-    return {"PK": f"TICKET#{hashlib.sha256(ticket.encode()).hexdigest()}", "SK": "T"}
+    return keys.ticket(hashlib.sha256(ticket.encode()).hexdigest())
 
 
 def create_ticket(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
     """A short-lived, single-use connection ticket for browsers (which cannot set WebSocket headers)."""
-    if store.get(session_key(tenant, session_id)) is None:
+    if store.get(keys.session(tenant, session_id)) is None:
         raise NotFound()
     ticket = "tk_" + secrets.token_urlsafe(24)
     expires_at = now() + TICKET_SECONDS
@@ -61,21 +61,21 @@ def subscribe(store: DynamoStore, connection_id: str, session_id: str) -> dict[s
     # `out_seq` condition and is decided again, so every commit from here on sees the mark and its
     # outbox record asks for fan-out. Without a mark the stream consumer skips the subscriber query.
     # The subscription starts at the advanced sequence: live only, nothing before it is replayed.
-    session = store.update_returning(session_key(tenant, session_id), "SET sub_until = :until ADD out_seq :one",
+    session = store.update_returning(keys.session(tenant, session_id), "SET sub_until = :until ADD out_seq :one",
                                      "attribute_exists(PK)",
                                      values={":until": now() + SUBSCRIPTION_SECONDS + 60, ":one": 1})
     if session is None:
         raise NotFound()  # another tenant's id is as absent as a missing one
-    store.put({**runtimes.conn_key(connection_id, f"SUB#{session_id}"), "kind": "subscription",
+    store.put({**keys.subscription(connection_id, session_id), "kind": "subscription",
                "connection_id": connection_id, "tenant": tenant, "session_id": session_id,
                "delivered_seq": int(session.get("out_seq", 0)),
-               "GSI1PK": f"SUB#{tenant}#{session_id}", "GSI1SK": connection_id,
+               **keys.listed_subscriber(tenant, session_id, connection_id),
                "ttl": now() + SUBSCRIPTION_SECONDS})
     return {"type": "subscribed", "session_id": session_id}
 
 
 def unsubscribe(store: DynamoStore, connection_id: str, session_id: str) -> dict[str, Any]:
-    store.delete(runtimes.conn_key(connection_id, f"SUB#{session_id}"))
+    store.delete(keys.subscription(connection_id, session_id))
     return {"type": "unsubscribed", "session_id": session_id}
 
 
@@ -90,7 +90,7 @@ def _claim_one(store: DynamoStore, connection_id: str, session_id: str, seq: int
     redelivered batch) or unsubscribed."""
     try:
         store.transact(store.new_transaction().update(
-            runtimes.conn_key(connection_id, f"SUB#{session_id}"), "SET delivered_seq = :s",
+            keys.subscription(connection_id, session_id), "SET delivered_seq = :s",
             "attribute_exists(PK) AND delivered_seq < :s", values={":s": seq}))
         return True
     except TransactionConflict:
@@ -104,7 +104,7 @@ def _claim(store: DynamoStore, connection_ids: list[str], session_id: str, seq: 
     if len(connection_ids) > 1:
         tx = store.new_transaction()
         for connection_id in connection_ids:
-            tx.update(runtimes.conn_key(connection_id, f"SUB#{session_id}"), "SET delivered_seq = :s",
+            tx.update(keys.subscription(connection_id, session_id), "SET delivered_seq = :s",
                       "attribute_exists(PK) AND delivered_seq < :s", values={":s": seq})
         try:
             store.transact(tx)
@@ -133,7 +133,7 @@ def fanout(store: DynamoStore, messenger: Messenger, tenant: str, session_id: st
     reached = 0
     after: Optional[str] = None
     while True:
-        page = store.query(pk=f"SUB#{tenant}#{session_id}", index="GSI1", after=after, limit=SUBSCRIBER_PAGE)
+        page = store.query(**keys.subscribers_of_session(tenant, session_id), after=after, limit=SUBSCRIBER_PAGE)
         ids = [sub["connection_id"] for sub in page.items]
         claims = _pool.map(lambda chunk: _claim(store, chunk, session_id, seq),
                            [ids[i:i + CLAIM_CHUNK] for i in range(0, len(ids), CLAIM_CHUNK)])
@@ -141,4 +141,4 @@ def fanout(store: DynamoStore, messenger: Messenger, tenant: str, session_id: st
         reached += sum(1 for ok in _pool.map(lambda c: _post_all(store, messenger, c, events), claimed) if ok)
         if not page.has_more:
             return reached
-        after = page.items[-1]["GSI1SK"]
+        after = keys.list_position(page.items[-1])

@@ -14,9 +14,9 @@ from typing import Any
 
 from agents_contract import jsonutil
 
-from . import live, runtimes
+from . import keys, live, runtimes
 from .aws import Messenger, Workflow
-from .store import DynamoStore, outbox_sk, session_pk, unpack
+from .store import DynamoStore, unpack
 
 
 def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, workflow: Workflow) -> None:
@@ -29,10 +29,9 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
     last = seq
     parts = int(image.get("parts") or 1)
     if parts > 1:
-        pk = session_pk(tenant, session_id)
-        found = store.batch_get([{"PK": pk, "SK": outbox_sk(seq + i)} for i in range(1, parts)])
+        found = store.batch_get([keys.outbox_record(tenant, session_id, seq + i) for i in range(1, parts)])
         for i in range(1, parts):
-            part = found.get((pk, outbox_sk(seq + i)))
+            part = found.get(keys.address(keys.outbox_record(tenant, session_id, seq + i)))
             if part is None:
                 continue  # the Session was deleted meanwhile
             events += jsonutil.loads(unpack(part["events"]) if part.get("events") else "[]")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from . import keys
+
 KINDS = ("shared", "enrolled", "hosted")
 _SERVES = {"shared": "none", "enrolled": "self_hosted", "hosted": "openai_hosted"}
 WORKSPACE = ("self_hosted", "openai_hosted")
@@ -39,21 +41,12 @@ def may_serve(kind: Optional[str], placement: str, *, runtime_env: Optional[str]
     return placement != "self_hosted" or (runtime_env is not None and runtime_env == env_id)
 
 
-def runtime_pool(kind: str, harness: str, env_id: Optional[str] = None) -> str:
-    """The GSI1 partition a connection of `kind` declares its Harness in."""
-    if kind == "enrolled":
-        return f"RUNTIME#ENV#{env_id}#{harness}"
-    if kind == "hosted":
-        return f"RUNTIME#HOSTED#{harness}"
-    return f"RUNTIME#{harness}"
-
-
 def pool_for(placement: str, harness: str, env_id: Optional[str]) -> str:
     """The pool that serves a Turn of `placement`."""
     kind = {v: k for k, v in _SERVES.items()}[placement]
-    return runtime_pool(kind, harness, env_id)
+    return keys.runtime_pool(kind, harness, env_id)
 
 
 def queue(placement: str, harness: str, env_id: Optional[str]) -> str:
     """The GSI1 partition a queued Turn waits in, read when a Runtime of its pool says hello."""
-    return "QUEUE#" + pool_for(placement, harness, env_id).removeprefix("RUNTIME#")
+    return keys.turn_queue(pool_for(placement, harness, env_id))

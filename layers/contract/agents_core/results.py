@@ -17,18 +17,14 @@ from agents_contract import decisions, jsonutil, limits, parser, wire
 from agents_contract.errors import IdempotencyConflict, InvalidRequest, NotFound, Unavailable, UnsupportedConfiguration
 from agents_contract.harnessconfig import declaration
 
-from . import engine
+from . import engine, keys
 from .ids import now
 from .observability import logger
 from .settings import get_settings
-from .store import Contention, DynamoStore, TransactionConflict, session_key
+from .store import Contention, DynamoStore, TransactionConflict
 
 MAX_EVENTS = limits.MAX_EVENTS_PER_BATCH
 CALL_ITEM_BUDGET = 399 * 1024  # a call item (arguments and result) within DynamoDB's 400 KB
-
-
-def _idem_key(tenant: str, key: str) -> dict[str, str]:
-    return {"PK": f"T#{tenant}#IDEM#{key}", "SK": "I"}
 
 
 def call_record(item: dict[str, Any]) -> decisions.CallRecord:
@@ -45,16 +41,16 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
     batch_digest = jsonutil.digest(body["events"]) if idempotency_key else ""
     call_ids = list(dict.fromkeys(e.call_id for e in batch.events if isinstance(e, wire.ToolResultEvent)))
     for attempt in range(50):
-        keys = [session_key(tenant, session_id)]
-        keys += [engine.call_key(tenant, session_id, c) for c in call_ids]
+        wanted = [keys.session(tenant, session_id)]
+        wanted += [keys.call(tenant, session_id, c) for c in call_ids]
         if idempotency_key:
-            keys.append(_idem_key(tenant, idempotency_key))
-        found = store.batch_get(keys)
-        session_item = found.get((keys[0]["PK"], keys[0]["SK"]))
+            wanted.append(keys.idempotency_record(tenant, idempotency_key))
+        found = store.batch_get(wanted)
+        session_item = found.get(keys.address(wanted[0]))
         if session_item is None:
             raise NotFound()
         if idempotency_key:
-            idem = found.get((keys[-1]["PK"], keys[-1]["SK"]))
+            idem = found.get(keys.address(wanted[-1]))
             if idem is not None:
                 if idem["digest"] != batch_digest or idem["session_id"] != session_id:
                     raise IdempotencyConflict()
@@ -66,7 +62,7 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
             from . import runtimes
 
             runtimes.claim_started_turn(draft)
-        idem = ({**_idem_key(tenant, idempotency_key), "kind": "idempotency", "digest": batch_digest,
+        idem = ({**keys.idempotency_record(tenant, idempotency_key), "kind": "idempotency", "digest": batch_digest,
                  "session_id": session_id, "ttl": now() + get_settings().idempotency_ttl_seconds}
                 if idempotency_key else None)
         try:
@@ -75,7 +71,7 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
                 # still names this batch, so a different batch under it is a conflict later.
                 if idem is not None:
                     store.transact(store.new_transaction()
-                                   .check(keys[0], "attribute_exists(PK)")
+                                   .check(wanted[0], "attribute_exists(PK)")
                                    .put(idem, "attribute_not_exists(PK)"))
                 return
             if idem is not None:

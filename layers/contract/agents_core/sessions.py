@@ -15,7 +15,7 @@ from agents_contract import admission, jsonutil, parser, resources
 from agents_contract.errors import Conflict, InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
-from . import engine, environments
+from . import engine, environments, keys
 from .ids import new_id, now
 from .pagination import ListParams, page
 from .settings import get_settings
@@ -23,11 +23,7 @@ from .store import (
     Contention,
     DynamoStore,
     TransactionConflict,
-    agent_key,
-    item_sk,
     pack,
-    session_key,
-    session_pk,
     unpack,
 )
 
@@ -70,7 +66,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
         raise InvalidRequest("Missing required parameter: 'input'.", param="input")
     saved: Optional[admission.SavedAgent] = None
     if request.given("agent_id"):
-        item = store.get(agent_key(tenant, request.agent_id))
+        item = store.get(keys.agent(tenant, request.agent_id))
         if item is None:
             raise NotFound()
         record = jsonutil.loads(item["doc"])
@@ -95,7 +91,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     ts = now()
     session_id = new_id("sess")
     item: dict[str, Any] = {
-        **session_key(tenant, session_id), "GSI1PK": f"T#{tenant}#SESSIONS", "GSI1SK": session_id,
+        **keys.session(tenant, session_id), **keys.listed_session(tenant, session_id),
         "kind": "session", "id": session_id, "tenant": tenant, "agent_id": agent_id,
         "created_at": ts, "last_active_at": ts, "status": "idle",
         "metadata": jsonutil.dumps(body.get("metadata") or {}), "meta": dict(body.get("metadata") or {}),
@@ -120,7 +116,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
                 out_seq=1, required_actions=jsonutil.dumps(draft.required_actions))
     tx = store.new_transaction()
     if saved is not None:
-        tx.check(agent_key(tenant, agent_id), "attribute_exists(PK)")
+        tx.check(keys.agent(tenant, agent_id), "attribute_exists(PK)")
     tx.put(item, "attribute_not_exists(PK)")
     # a workspace Session's own Environment, created with it (or the named one it now uses)
     environments.write_for_session(tx, draft, snapshot.environment, ts, request.environment, reused)
@@ -146,7 +142,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
 # ---- read / update / delete / list ------------------------------------------------------------
 
 def load(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
-    item = store.get(session_key(tenant, session_id))
+    item = store.get(keys.session(tenant, session_id))
     if item is None:
         raise NotFound()
     return item
@@ -166,7 +162,7 @@ def update(store: DynamoStore, tenant: str, session_id: str, body: Any) -> dict[
         return retrieve(store, tenant, session_id)
     metadata = jsonutil.dumps(request.metadata or {})
     tx = store.new_transaction().update(
-        session_key(tenant, session_id), "SET metadata = :m, meta = :map", "attribute_exists(PK)",
+        keys.session(tenant, session_id), "SET metadata = :m, meta = :map", "attribute_exists(PK)",
         values={":m": metadata, ":map": dict(request.metadata or {})},
     )
     try:
@@ -192,7 +188,7 @@ def delete(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
         active = jsonutil.loads(item.get("active_turn") or "null")
         if active and active.get("claimed_by"):
             raise Conflict(RUNNING)
-        tx = store.new_transaction().delete(session_key(tenant, session_id), "out_seq = :seq",
+        tx = store.new_transaction().delete(keys.session(tenant, session_id), "out_seq = :seq",
                                             values={":seq": int(item.get("out_seq", 0))})
         try:
             store.transact(tx)
@@ -201,7 +197,7 @@ def delete(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
             time.sleep(0.01 * (2 ** attempt))  # a commit landed meanwhile: decide again
     else:
         raise Unavailable()
-    store.delete_partition(session_pk(tenant, session_id))
+    store.delete_partition(keys.session_partition(tenant, session_id))
     environments.delete_for_session(store, tenant, session_id)
     return {"id": session_id, "object": "agent.session.deleted", "deleted": True}
 
@@ -215,14 +211,14 @@ def list_page(store: DynamoStore, tenant: str, params: ListParams, query: dict[s
         values[":agent"] = query["agent_id"]
     wanted = {k[len("metadata["):-1]: v for k, v in query.items() if k.startswith("metadata[") and k.endswith("]")}
     parser.check_metadata(wanted or None)
-    if params.after is not None and store.get(session_key(tenant, params.after)) is None:
+    if params.after is not None and store.get(keys.session(tenant, params.after)) is None:
         raise NotFound()  # a cursor that names no Session of this tenant
     for i, (key, value) in enumerate(sorted(wanted.items())):
         # `meta` mirrors the metadata as a map, so the filter runs inside the query and pages stay full.
         filters.append(f"meta.#m{i} = :m{i}")
         names[f"#m{i}"] = key
         values[f":m{i}"] = value
-    result = store.query(pk=f"T#{tenant}#SESSIONS", index="GSI1", after=params.after, limit=params.limit,
+    result = store.query(**keys.sessions_of_tenant(tenant), after=params.after, limit=params.limit,
                          ascending=params.ascending, filter_expression=" AND ".join(filters) or None,
                          names=names or None, values=values or None)
     items = result.items
@@ -233,16 +229,16 @@ def list_page(store: DynamoStore, tenant: str, params: ListParams, query: dict[s
 
 def list_turns(store: DynamoStore, tenant: str, session_id: str, params: ListParams) -> dict[str, Any]:
     load(store, tenant, session_id)
-    after = f"TURN#{params.after}" if params.after else None
-    if after is not None and store.get({"PK": session_pk(tenant, session_id), "SK": after}) is None:
+    after = keys.turn_sk(params.after) if params.after else None
+    if after is not None and store.get(keys.turn(tenant, session_id, params.after)) is None:
         raise NotFound()  # a cursor that names no Turn of this Session
-    result = store.query(pk=session_pk(tenant, session_id), sk_prefix="TURN#", after=after, limit=params.limit,
+    result = store.query(**keys.turns_of_session(tenant, session_id), after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True)
     return page([resources.turn_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)
 
 
 def retrieve_turn(store: DynamoStore, tenant: str, session_id: str, turn_id: str) -> dict[str, Any]:
-    item = store.get({"PK": session_pk(tenant, session_id), "SK": f"TURN#{turn_id}"})
+    item = store.get(keys.turn(tenant, session_id, turn_id))
     if item is None:
         raise NotFound()
     return resources.turn_resource(jsonutil.loads(item["doc"]))
@@ -259,14 +255,14 @@ def list_items(store: DynamoStore, tenant: str, session_id: str, params: ListPar
         # A cursor that names no Item of this list (malformed, of another Session or Turn, foreign) is
         # the official Items cursor 400 whatever the reason (Agent, Session and Turn cursors are 404s).
         position = _position(params.after)
-        cursor = store.get({"PK": session_pk(tenant, session_id), "SK": item_sk(position)}) \
+        cursor = store.get(keys.item(tenant, session_id, position)) \
             if position is not None else None
         if cursor is None or cursor.get("id") != params.after or cursor.get("subagent_id") or (
                 turn_id is not None and cursor.get("turn_id") != turn_id):
             raise InvalidRequest("Invalid session item ID in `after`", param=None)
-        after = item_sk(position)
+        after = keys.item_sk(position)
     # Root-only: a Subagent's Items (rows with subagent_id) are listed on its own routes.
-    result = store.query(pk=session_pk(tenant, session_id), sk_prefix="ITEM#", after=after, limit=params.limit,
+    result = store.query(**keys.items_of_session(tenant, session_id), after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True,
                          filter_expression="turn_id = :t" if turn_id else "attribute_not_exists(#sub)",
                          names=None if turn_id else {"#sub": "subagent_id"},

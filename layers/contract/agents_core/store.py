@@ -22,6 +22,9 @@ from agents_contract.errors import AgentsError, Conflict, InvalidRequest, NotFou
 
 from .attributes import TypeDeserializer, TypeSerializer
 from .aws import botocore_session
+from .keys import GSI1PK, GSI1SK, PK, SK, address, api_key, item_sk, outbox_sk  # noqa: F401 TEMPORARY
+from .keys import session as session_key  # noqa: F401 TEMPORARY
+from .keys import session_partition as session_pk  # noqa: F401 TEMPORARY
 from .observability import logger
 from .settings import get_settings
 
@@ -38,28 +41,6 @@ _THROTTLES = {"ProvisionedThroughputExceededException", "ThrottlingException", "
 
 def hash_api_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
-
-
-# ---- keys ---------------------------------------------------------------------------------------
-
-def agent_key(tenant: str, agent_id: str) -> dict[str, str]:
-    return {"PK": f"T#{tenant}#AGENT#{agent_id}", "SK": "A"}
-
-
-def session_pk(tenant: str, session_id: str) -> str:
-    return f"T#{tenant}#SESSION#{session_id}"
-
-
-def session_key(tenant: str, session_id: str) -> dict[str, str]:
-    return {"PK": session_pk(tenant, session_id), "SK": "S"}
-
-
-def item_sk(position: int) -> str:
-    return f"ITEM#{position:012d}"
-
-
-def outbox_sk(seq: int) -> str:
-    return f"OUT#{seq:012d}"
 
 
 # ---- (de)serialization ---------------------------------------------------------------------------
@@ -127,7 +108,7 @@ PK_BYTES, SK_BYTES = 2048, 1024  # DynamoDB's key size limits
 
 def oversized(key: dict[str, str]) -> bool:
     """A key longer than DynamoDB allows: built from a caller's id, it can name no stored item."""
-    return len(str(key.get("PK", "")).encode()) > PK_BYTES or len(str(key.get("SK", "")).encode()) > SK_BYTES
+    return len(str(key.get(PK, "")).encode()) > PK_BYTES or len(str(key.get(SK, "")).encode()) > SK_BYTES
 
 
 @dataclass
@@ -238,7 +219,7 @@ class DynamoStore:
                 out = self.client.batch_get_item(RequestItems=pending)
                 for raw in out.get("Responses", {}).get(self.table, []):
                     item = unmarshal(raw)
-                    found[(item["PK"], item["SK"])] = item
+                    found[address(item)] = item
                 pending = out.get("UnprocessedKeys") or {}
                 if not pending:
                     return found
@@ -323,7 +304,7 @@ class DynamoStore:
         """One page of a partition (or of GSI1), `after` exclusive, at most `limit` items."""
         if len(pk.encode()) > PK_BYTES or (after is not None and len(after.encode()) > SK_BYTES):
             return Page([], False)  # names nothing stored (and DynamoDB would refuse the request)
-        pk_name, sk_name = ("GSI1PK", "GSI1SK") if index else ("PK", "SK")
+        pk_name, sk_name = (GSI1PK, GSI1SK) if index else (PK, SK)
         names = {"#pk": pk_name, "#sk": sk_name, **(names or {})}
         values = {":pk": pk, **(values or {})}
         condition = "#pk = :pk"
@@ -372,8 +353,9 @@ class DynamoStore:
     def delete_partition(self, pk: str) -> int:
         """Delete every item of a partition (a Session and its Turns, Items, calls, outbox)."""
         keys: list[dict[str, Any]] = []
-        kwargs: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": "PK = :pk",
-                                  "ExpressionAttributeValues": {":pk": {"S": pk}}, "ProjectionExpression": "PK, SK"}
+        kwargs: dict[str, Any] = {"TableName": self.table, "KeyConditionExpression": f"{PK} = :pk",
+                                  "ExpressionAttributeValues": {":pk": {"S": pk}},
+                                  "ProjectionExpression": f"{PK}, {SK}"}
         try:
             while True:
                 out = self.client.query(**kwargs)
@@ -409,14 +391,14 @@ class DynamoStore:
 
     # -- API keys ----------------------------------------------------------------------------
     def tenant_for_api_key(self, key: str) -> Optional[str]:
-        item = self.get({"PK": f"KEY#{hash_api_key(key)}", "SK": "K"}, consistent=False)
+        item = self.get(api_key(hash_api_key(key)), consistent=False)
         if not item or item.get("revoked"):
             return None
         return item["tenant"]
 
     def put_api_key(self, key: str, tenant: str, created_at: int) -> None:
         """Only the SHA-256 of the key is stored, with a short prefix to recognise it by."""
-        self.put({"PK": f"KEY#{hash_api_key(key)}", "SK": "K", "tenant": tenant, "created_at": created_at,
+        self.put({**api_key(hash_api_key(key)), "tenant": tenant, "created_at": created_at,
                   "prefix": key[:8]}, condition="attribute_not_exists(PK)")
 
 

@@ -23,6 +23,7 @@ from typing import Any, Optional
 from agents_contract import jsonutil, vaults
 from agents_contract.errors import NotFound, Unavailable
 
+from . import keys
 from .ids import new_id, now
 from .observability import logger
 from .pagination import ListParams, page
@@ -41,18 +42,6 @@ def policy() -> vaults.UrlPolicy:
     return vaults.UrlPolicy(allow_loopback_http=settings.vault_allow_loopback_http, trusted_origins=normalized)
 
 
-def vault_pk(tenant: str, vault_id: str) -> str:
-    return f"T#{tenant}#VAULT#{vault_id}"
-
-
-def vault_key(tenant: str, vault_id: str) -> dict[str, str]:
-    return {"PK": vault_pk(tenant, vault_id), "SK": "V"}
-
-
-def credential_key(tenant: str, vault_id: str, credential_id: str) -> dict[str, str]:
-    return {"PK": vault_pk(tenant, vault_id), "SK": f"CRED#{credential_id}"}
-
-
 def _metadata_filter(query: dict[str, str]) -> tuple[list[str], dict[str, str], dict[str, Any]]:
     from agents_contract.parser import check_metadata
 
@@ -69,12 +58,12 @@ def _metadata_filter(query: dict[str, str]) -> tuple[list[str], dict[str, str], 
 # ---- vaults ------------------------------------------------------------------------------------------
 
 def _vault_item(tenant: str, record: dict[str, Any], version: int) -> dict[str, Any]:
-    return {**vault_key(tenant, record["id"]), "GSI1PK": f"T#{tenant}#VAULTS", "GSI1SK": record["id"],
+    return {**keys.vault(tenant, record["id"]), **keys.listed_vault(tenant, record["id"]),
             "kind": "vault", "doc": jsonutil.dumps(record), "meta": dict(record["metadata"]), "version": version}
 
 
 def _load_vault(store: DynamoStore, tenant: str, vault_id: str) -> tuple[dict[str, Any], int]:
-    item = store.get(vault_key(tenant, vault_id))
+    item = store.get(keys.vault(tenant, vault_id))
     if item is None or item.get("kind") != "vault":
         raise NotFound()
     return jsonutil.loads(item["doc"]), int(item["version"])
@@ -109,7 +98,7 @@ def update_vault(store: DynamoStore, tenant: str, vault_id: str, body: Any) -> d
 def delete_vault(store: DynamoStore, tenant: str, vault_id: str) -> dict[str, Any]:
     """The Vault and every credential in it (its whole partition)."""
     _load_vault(store, tenant, vault_id)
-    store.delete_partition(vault_pk(tenant, vault_id))
+    store.delete_partition(keys.vault_partition(tenant, vault_id))
     return {"id": vault_id, "object": "vault.deleted", "deleted": True}
 
 
@@ -117,11 +106,11 @@ def list_vaults(store: DynamoStore, tenant: str, params: ListParams, query: dict
                 statuses: list[str]) -> dict[str, Any]:
     wanted = vaults.status_filter(statuses)
     filters, names, values = _metadata_filter(query)
-    if params.after is not None and store.get(vault_key(tenant, params.after)) is None:
+    if params.after is not None and store.get(keys.vault(tenant, params.after)) is None:
         raise NotFound()  # a cursor that names no Vault of this tenant
     if "active" not in wanted:  # every Vault here is active: archiving is not offered
         return page([], False)
-    result = store.query(pk=f"T#{tenant}#VAULTS", index="GSI1", after=params.after, limit=params.limit,
+    result = store.query(**keys.vaults_of_tenant(tenant), after=params.after, limit=params.limit,
                          ascending=params.ascending, filter_expression=" AND ".join(filters) or None,
                          names=names or None, values=values or None)
     return page([vaults.vault_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)
@@ -131,13 +120,13 @@ def list_vaults(store: DynamoStore, tenant: str, params: ListParams, query: dict
 
 def _credential_item(tenant: str, record: dict[str, Any], sealed: dict[str, Any], expires: Optional[int],
                      version: int) -> dict[str, Any]:
-    return {**credential_key(tenant, record["vault_id"], record["id"]), "kind": "vault_credential",
+    return {**keys.credential(tenant, record["vault_id"], record["id"]), "kind": "vault_credential",
             "doc": jsonutil.dumps(record), "meta": dict(record["metadata"]), "sealed": sealed,
             "expires_epoch": expires, "version": version}
 
 
 def _load_credential(store: DynamoStore, tenant: str, vault_id: str, credential_id: str) -> dict[str, Any]:
-    item = store.get(credential_key(tenant, vault_id, credential_id))
+    item = store.get(keys.credential(tenant, vault_id, credential_id))
     if item is None or item.get("kind") != "vault_credential":
         raise NotFound()
     return item
@@ -163,7 +152,7 @@ def create_credential(store: DynamoStore, tenant: str, vault_id: str, body: Any,
     record = {"id": new_id("cred"), "vault_id": vault_id, "name": parsed.name, "metadata": parsed.metadata,
               "created_at": ts, "updated_at": ts, "auth": parsed.auth}
     sealed = _seal_all(sealer or default_sealer(), tenant, record, parsed.secrets, {})
-    tx = store.new_transaction().check(vault_key(tenant, vault_id), "attribute_exists(PK)")
+    tx = store.new_transaction().check(keys.vault(tenant, vault_id), "attribute_exists(PK)")
     tx.put(_credential_item(tenant, record, sealed, parsed.expires_at, 1), "attribute_not_exists(PK)")
     try:
         store.transact(tx)
@@ -206,7 +195,7 @@ def update_credential(store: DynamoStore, tenant: str, vault_id: str, credential
 
 
 def delete_credential(store: DynamoStore, tenant: str, vault_id: str, credential_id: str) -> dict[str, Any]:
-    if not _delete(store, credential_key(tenant, vault_id, credential_id)):
+    if not _delete(store, keys.credential(tenant, vault_id, credential_id)):
         raise NotFound()
     return {"id": credential_id, "object": "vault.credential.deleted", "deleted": True}
 
@@ -225,12 +214,12 @@ def list_credentials(store: DynamoStore, tenant: str, vault_id: str, params: Lis
     wanted = vaults.status_filter(statuses)
     filters, names, values = _metadata_filter(query)
     _load_vault(store, tenant, vault_id)
-    after = f"CRED#{params.after}" if params.after else None
-    if after is not None and store.get({"PK": vault_pk(tenant, vault_id), "SK": after}) is None:
+    after = keys.credential_sk(params.after) if params.after else None
+    if after is not None and store.get(keys.credential(tenant, vault_id, params.after)) is None:
         raise NotFound()  # a cursor that names no credential of this Vault
     if "active" not in wanted:
         return page([], False)
-    result = store.query(pk=vault_pk(tenant, vault_id), sk_prefix="CRED#", after=after, limit=params.limit,
+    result = store.query(**keys.credentials_of_vault(tenant, vault_id), after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True,
                          filter_expression=" AND ".join(filters) or None, names=names or None, values=values or None)
     return page([vaults.credential_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)
@@ -243,7 +232,7 @@ def attached_credentials(store: DynamoStore, tenant: str, vault_ids: list[str]) 
     out: list[vaults.AttachedCredential] = []
     for vault_id in vault_ids:
         _load_vault(store, tenant, vault_id)
-        rows = store.query(pk=vault_pk(tenant, vault_id), sk_prefix="CRED#", limit=1000, consistent=True).items
+        rows = store.query(**keys.credentials_of_vault(tenant, vault_id), limit=1000, consistent=True).items
         for row in rows:
             record = jsonutil.loads(row["doc"])
             out.append(vaults.AttachedCredential(record["id"], vault_id, record["auth"]["mcp_server_url"]))
@@ -262,7 +251,7 @@ def bearer(store: DynamoStore, tenant: str, vault_id: str, credential_id: str, s
     """The credential's current bearer token, decrypted now, for one `turn.start`. An expired
     `mcp_oauth` access token is refreshed once first, and the new tokens are committed before use."""
     sealer = sealer or default_sealer()
-    item = store.get(credential_key(tenant, vault_id, credential_id))
+    item = store.get(keys.credential(tenant, vault_id, credential_id))
     if item is None or item.get("kind") != "vault_credential":
         raise CredentialUnavailable(f"The MCP credential {credential_id} no longer exists.")
     record = jsonutil.loads(item["doc"])
@@ -308,7 +297,7 @@ def bearer(store: DynamoStore, tenant: str, vault_id: str, credential_id: str, s
     except (TransactionConflict, Contention):
         # Another dispatch refreshed (or the caller rotated) it meanwhile: use what is stored now when it is
         # fresh; never refresh twice in one dispatch.
-        again = store.get(credential_key(tenant, vault_id, credential_id))
+        again = store.get(keys.credential(tenant, vault_id, credential_id))
         fresh = again is not None and again.get("expires_epoch") is not None and \
             int(again["expires_epoch"]) > now() + REFRESH_SKEW_SECONDS and "access_token" in (again.get("sealed") or {})
         if not fresh:

@@ -12,11 +12,11 @@ One module per concern: `connections` (tokens, `$connect`, hello, who may serve 
 
 from agents_contract.errors import AgentsError
 
-from ..store import TransactionConflict, item_sk
+from ..store import TransactionConflict
 from .connections import *  # noqa: F403
 from .connections import _ROLES  # noqa: F401 - tests reset the warm-container cache
 from .dispatch import *  # noqa: F403
 from .observations import *  # noqa: F403
 from .settlement import *  # noqa: F403
 
-__all__ = ["AgentsError", "TransactionConflict", "item_sk"]
+__all__ = ["AgentsError", "TransactionConflict"]

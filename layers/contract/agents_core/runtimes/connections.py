@@ -12,7 +12,7 @@ from agents_contract import capabilities
 from agents_contract.errors import InvalidRequest
 from agents_contract.harnessconfig import HARNESS_NAMES
 
-from .. import environments, placement
+from .. import environments, keys, placement
 from ..aws import ConnectionGone, Messenger
 from ..ids import new_id, now
 from ..store import DynamoStore
@@ -27,24 +27,20 @@ def hash_token(token: str) -> str:
 
 def create_runtime_token(store: DynamoStore, name: str, token: Optional[str] = None) -> str:
     token = token or "rt-" + secrets.token_urlsafe(32)
-    store.put({"PK": f"RT#{hash_token(token)}", "SK": "R", "kind": "runtime_token", "name": name,
+    store.put({**keys.runtime_credential(hash_token(token)), "kind": "runtime_token", "name": name,
                "runtime_id": new_id("rt"), "created_at": now()}, condition="attribute_not_exists(PK)")
     return token
 
 
 def runtime_for_token(store: DynamoStore, token: str) -> Optional[dict[str, Any]]:
-    item = store.get({"PK": f"RT#{hash_token(token)}", "SK": "R"}, consistent=False)
+    item = store.get(keys.runtime_credential(hash_token(token)), consistent=False)
     return item if item and not item.get("revoked") else None
 
 
 # ---- connections -------------------------------------------------------------------------------
 
-def conn_key(connection_id: str, sk: str = "C") -> dict[str, str]:
-    return {"PK": f"CONN#{connection_id}", "SK": sk}
-
-
 def register_connection(store: DynamoStore, connection_id: str, role: str, **attrs: Any) -> None:
-    store.put({**conn_key(connection_id), "kind": "connection", "role": role, "connection_id": connection_id,
+    store.put({**keys.connection(connection_id), "kind": "connection", "role": role, "connection_id": connection_id,
                "connected_at": now(), "ttl": now() + 2 * 3600, **attrs})
 
 
@@ -55,7 +51,7 @@ def connection(store: DynamoStore, connection_id: str) -> Optional[dict[str, Any
     cached = _ROLES.get(connection_id)
     if cached is not None:
         return cached
-    item = store.get(conn_key(connection_id))
+    item = store.get(keys.connection(connection_id))
     if item is not None and item.get("runtime_kind") != "enrolling":  # enrolling becomes enrolled at hello
         if len(_ROLES) > 10_000:
             _ROLES.clear()
@@ -70,14 +66,14 @@ def forget_connection(store: DynamoStore, connection_id: str) -> None:
     cached = _ROLES.pop(connection_id, None)
     # A shared `rt-` connection becomes hosted at its hello, maybe in another container: read it again.
     conn = cached if cached is not None and cached.get("runtime_kind") != "shared" else \
-        store.get(conn_key(connection_id)) or cached
+        store.get(keys.connection(connection_id)) or cached
     if conn is not None and conn.get("runtime_kind") == "enrolled":
         environments.mark_disconnected(store, conn["tenant"], conn["environment_id"], connection_id)
     if conn is not None and conn.get("runtime_kind") in ("shared", "hosted"):
         from .. import executors  # the Environments it served through exec-servers go offline
 
         executors.forget_host(store, connection_id)
-    store.delete_partition(f"CONN#{connection_id}")
+    store.delete_partition(keys.connection_partition(connection_id))
     if conn is not None and conn.get("runtime_kind") == "hosted" and conn.get("host_id"):
         environments.host_disconnected(store, conn["host_id"], connection_id)
 
@@ -145,11 +141,11 @@ def hello(store: DynamoStore, connection_id: str, message: dict[str, Any],
     env_id = conn.get("environment_id")
     served = []
     for harness, advertised, engine_name in declared:
-        store.put({**conn_key(connection_id, f"H#{harness}"), "kind": "runtime_harness", "harness": harness,
+        store.put({**keys.declaration(connection_id, harness), "kind": "runtime_harness", "harness": harness,
                    "engine": engine_name, "connection_id": connection_id, "capabilities": sorted(advertised),
                    "runtime_kind": kind, "environment_id": env_id, "host_id": conn.get("host_id"),
-                   "GSI1PK": placement.runtime_pool(kind, harness, env_id),
-                   "GSI1SK": f"{now():012d}#{connection_id}", "ttl": now() + 2 * 3600})
+                   **keys.listed_in_pool(keys.runtime_pool(kind, harness, env_id), now(), connection_id),
+                   "ttl": now() + 2 * 3600})
         served.append(harness)
     return served
 
@@ -191,7 +187,7 @@ def environment_idle(store: DynamoStore, connection_id: str, message: dict[str, 
     """`{"action": "environment.idle", "environment_id"}`: a hosted Runtime stopped that Environment's
     idle sandbox (its workspace kept); only the host that holds the Environment may say so."""
     cached = _ROLES.get(connection_id)
-    conn = cached if cached is not None and cached.get("runtime_kind") == "hosted" else store.get(conn_key(connection_id))
+    conn = cached if cached is not None and cached.get("runtime_kind") == "hosted" else store.get(keys.connection(connection_id))
     if conn is None or conn.get("runtime_kind") != "hosted":
         raise InvalidRequest("Only a hosted Runtime reports environment.idle.", param="action")
     environments.idle(store, conn["host_id"], message)
@@ -200,7 +196,7 @@ def environment_idle(store: DynamoStore, connection_id: str, message: dict[str, 
 def queued_pools(conn: dict[str, Any], harnesses: list[str]) -> list[str]:
     """The queues a connection's hello looks at: the Turns it may serve that wait for a Runtime."""
     kind = conn.get("runtime_kind") or "shared"
-    return [placement.runtime_pool(kind, h, conn.get("environment_id")).replace("RUNTIME#", "QUEUE#", 1)
+    return [keys.turn_queue(keys.runtime_pool(kind, h, conn.get("environment_id")))
             for h in harnesses]
 
 
@@ -209,7 +205,7 @@ def eligible_runtimes(store: DynamoStore, harness: str, required: frozenset[str]
     """The connected Runtimes that may serve a Turn of `where` (placement) and `harness`, whose
     capabilities cover `required` (newest first); for an openai_hosted Environment bound to a host
     (`host_id`), only that host's connections."""
-    page = store.query(pk=placement.pool_for(where, harness, env_id), index="GSI1", limit=100, ascending=False)
+    page = store.query(**keys.runtimes_in_pool(placement.pool_for(where, harness, env_id)), limit=100, ascending=False)
     return [i for i in page.items
             if placement.may_serve(i.get("runtime_kind"), where, runtime_env=i.get("environment_id"), env_id=env_id)
             and (host_id is None or i.get("host_id") == host_id)

@@ -7,13 +7,13 @@ from typing import Any, Optional
 
 from agents_contract import capabilities, jsonutil
 
-from .. import engine, environments, placement
+from .. import engine, environments, keys, placement
 from ..aws import Messenger, Workflow
 from ..ids import now
 from ..observability import logger
-from ..store import DynamoStore, item_sk, session_pk, unpack
+from ..store import DynamoStore, unpack
 from ..vault_crypto import SecretUnavailable
-from .connections import conn_key, eligible_runtimes
+from .connections import eligible_runtimes
 
 # ---- claiming Turns ------------------------------------------------------------------------------
 
@@ -53,7 +53,7 @@ def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any])
              x_agents_core={"engine": runtime.get("engine", "unknown")},
              input_through=draft.item_seq)  # turn.start carries these; later messages go as turn.input
     # The connection remembers what it claimed, so losing it fails those Turns at once.
-    draft.tx.put({**conn_key(chosen, f"CLAIM#{turn.id}"), "kind": "claim", "tenant": draft.tenant,
+    draft.tx.put({**keys.claim(chosen, turn.id), "kind": "claim", "tenant": draft.tenant,
                   "session_id": draft.session_id, "turn_id": turn.id, "ttl": now() + 2 * 3600})
     draft.active_turn = {**(draft.active_turn or {}), "id": turn.id, "status": "in_progress", "claimed_by": chosen}
     draft.emit_turn("agent.session.turn.in_progress", turn)
@@ -74,7 +74,7 @@ def _candidates(draft: engine.Draft, required: frozenset[str]) -> list[dict[str,
     env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
     host_id = None
     if where == "openai_hosted":  # bound to the host that holds its workspace, once one claimed a Turn of it
-        env = draft.store.get(environments.env_key(draft.tenant, env_id))  # type: ignore[arg-type]
+        env = draft.store.get(keys.environment(draft.tenant, env_id))  # type: ignore[arg-type]
         draft.__dict__["hosted_env"] = env
         if (env is None and not draft.__dict__.get("env_in_commit")) or \
                 (env is not None and env.get("status") not in environments.LIVE):
@@ -93,7 +93,7 @@ def wait_for_environment(draft: engine.Draft, turn: engine.TurnState) -> None:
         return
     env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
     draft.command({"type": "await_environment", "turn_id": turn.id})
-    if where == "self_hosted" and not environments.is_connected(draft.store.get(environments.env_key(
+    if where == "self_hosted" and not environments.is_connected(draft.store.get(keys.environment(
             draft.tenant, env_id))):
         environments.ask_for_connection(draft, env_id)
 
@@ -134,9 +134,7 @@ def start_now(draft: engine.Draft) -> None:
 
 def queued_turns(store: DynamoStore, queue: str) -> list[dict[str, Any]]:
     """Queued Turns of one queue (`placement.queue`; a plain Harness name is the shared queue)."""
-    if not queue.startswith("QUEUE#"):
-        queue = "QUEUE#" + queue
-    return store.query(pk=queue, index="GSI1", limit=100, ascending=True).items
+    return store.query(**keys.queued_turns(queue), limit=100, ascending=True).items
 
 
 def _turn_input(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
@@ -144,16 +142,16 @@ def _turn_input(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
     """The Turn's input Items: from its first message through the last one added before its claim
     (all of them while it is queued). One range read; a Turn stored without its range (written before
     the range existed) is found by a filtered read of the Session's Items."""
-    pk = session_pk(tenant, session_id)
+    items = keys.items_of_session(tenant, session_id)
     if turn is None or not turn.input_from:
-        rows = store.query(pk=pk, sk_prefix="ITEM#", limit=1000, consistent=True,
+        rows = store.query(**items, limit=1000, consistent=True,
                            filter_expression="turn_id = :t", values={":t": turn_id}).items
     else:
         through = turn.input_through or None
         limit = min(1000, through - turn.input_from + 1) if through else 1000
-        rows = [i for i in store.query(pk=pk, sk_prefix="ITEM#", after=item_sk(turn.input_from - 1), limit=limit,
+        rows = [i for i in store.query(**items, after=keys.item_sk(turn.input_from - 1), limit=limit,
                                        consistent=True).items
-                if i.get("turn_id") == turn_id and (through is None or int(i["SK"][5:]) <= through)]
+                if i.get("turn_id") == turn_id and (through is None or keys.item_position(keys.sort_key(i)) <= through)]
     docs = [jsonutil.loads(i["doc"]) for i in rows]
     return [d for d in docs if d.get("role") == "user"]
 
@@ -164,7 +162,7 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
     """turn.start: the frozen configuration (schema included, on every Turn) and the Turn's input as
     it stood when the Turn was claimed; a message added after the claim was sent as turn.input, and
     may reach the Runtime before this start (it travels another path), so it is never repeated here."""
-    session = session or store.get({"PK": session_pk(tenant, session_id), "SK": "S"})
+    session = session or store.get(keys.session(tenant, session_id))
     if session is None:
         raise ConnectionError("session vanished")
     snapshot = engine.Snapshot.from_json(unpack(session["snapshot"]))
@@ -197,8 +195,8 @@ def _environment(store: DynamoStore, tenant: str, session_id: str, environment: 
 def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str, turn_id: str,
           task_token: str) -> None:
     """The Dispatch task: store the task token on the claimed Turn and send turn.start."""
-    key = engine.turn_key(tenant, session_id, turn_id)
-    both = store.transact_get([key, {"PK": session_pk(tenant, session_id), "SK": "S"}])  # one request
+    key = keys.turn(tenant, session_id, turn_id)
+    both = store.transact_get([key, keys.session(tenant, session_id)])  # one request
     item, session = both if both is not None else (store.get(key), None)
     if item is None or not item.get("claimed_by") or item.get("status") in engine.TERMINAL:
         raise RuntimeError("Turn is not claimed or already settled")  # the task fails; Settle is a no-op
@@ -238,7 +236,7 @@ def mcp_credentials(store: DynamoStore, tenant: str, session_id: str,
     names a Vault credential, decrypted now (an expired OAuth token refreshed first). Never stored:
     it exists only in this turn.start. A deleted or undecryptable credential fails the Turn; it never
     falls back to anonymous."""
-    session = session or store.get({"PK": session_pk(tenant, session_id), "SK": "S"})
+    session = session or store.get(keys.session(tenant, session_id))
     snapshot = engine.Snapshot.from_json(unpack(session["snapshot"])) if session else None
     if snapshot is None or not snapshot.credentials:
         return {}

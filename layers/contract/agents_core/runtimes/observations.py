@@ -8,12 +8,12 @@ from typing import Any, Optional
 from agents_contract import jsonutil, resources, runtime_items
 from agents_contract.errors import AgentsError, InvalidRequest
 
-from .. import engine, subagents
+from .. import engine, keys, subagents
 from ..aws import Messenger, Workflow
 from ..ids import new_id, now
 from ..observability import logger
-from ..store import DynamoStore, session_pk
-from .connections import conn_key, post_safely
+from ..store import DynamoStore
+from .connections import post_safely
 from .settlement import settlement_status
 
 # ---- observations --------------------------------------------------------------------------------
@@ -127,10 +127,6 @@ def parse_message(message: dict[str, Any]) -> tuple[str, str, str, list[Observat
     return tenant, session_id, turn_id, sorted(observations, key=lambda o: o.seq)  # type: ignore[return-value]
 
 
-def _obs_key(tenant: str, session_id: str, turn_id: str, seq: int) -> dict[str, str]:
-    return {"PK": session_pk(tenant, session_id), "SK": f"OBS#{turn_id}#{seq:012d}"}
-
-
 def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message: dict[str, Any],
             messenger: Optional[Messenger] = None) -> str:
     """Apply the observations of one Runtime message (one, or a `turn.batch` of one Turn's, in one
@@ -158,7 +154,7 @@ def _call_keys(tenant: str, session_id: str, observations: list[Observation]) ->
     """The CALL items these observations name (read with the Session, in the same request)."""
     ids = dict.fromkeys(o.fields["call_id"] for o in observations
                         if isinstance(o.fields.get("call_id"), str) and 0 < len(o.fields["call_id"]) <= MAX_ID)
-    return [engine.call_key(tenant, session_id, call_id) for call_id in ids]
+    return [keys.call(tenant, session_id, call_id) for call_id in ids]
 
 
 def _drain_more(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger], connection_id: str,
@@ -177,7 +173,7 @@ def _heartbeat(store: DynamoStore, workflow: Workflow, connection_id: str, route
     Its seq is recorded in an OBS# marker (a plain put on its own key, never contended) so an
     observation after it does not wait for it."""
     tenant, session_id, turn_id = route
-    item = store.get(engine.turn_key(tenant, session_id, turn_id), consistent=False)
+    item = store.get(keys.turn(tenant, session_id, turn_id), consistent=False)
     if not item or item.get("claimed_by") != connection_id:
         return "ignored"
     if item.get("task_token") and not item.get("closing"):
@@ -185,14 +181,14 @@ def _heartbeat(store: DynamoStore, workflow: Workflow, connection_id: str, route
     marked = False
     for o in observations:
         if o.seq and o.seq > int(item.get("obs_seq", 0)):
-            store.put({**_obs_key(tenant, session_id, turn_id, o.seq), "kind": "observation", "turn_id": turn_id,
-                       "seq": o.seq, "action": "turn.heartbeat", "ttl": now() + 86400})
+            store.put({**keys.buffered_observation(tenant, session_id, turn_id, o.seq), "kind": "observation",
+                       "turn_id": turn_id, "seq": o.seq, "action": "turn.heartbeat", "ttl": now() + 86400})
             marked = True
     if marked:  # read again after the marker is down: an observation buffered meanwhile must not wait for it
-        item = store.get(engine.turn_key(tenant, session_id, turn_id)) or item
+        item = store.get(keys.turn(tenant, session_id, turn_id)) or item
         for o in observations:  # a resent heartbeat whose place was taken meanwhile leaves no marker behind
             if o.seq and o.seq <= int(item.get("obs_seq", 0)):
-                store.delete(_obs_key(tenant, session_id, turn_id, o.seq))
+                store.delete(keys.buffered_observation(tenant, session_id, turn_id, o.seq))
     if marked and int(item.get("buffered", 0)) > 0:  # observations wait behind this seq: apply them now
         while _drain_more(store, workflow, messenger, connection_id, route).result == "more":
             pass
@@ -224,8 +220,8 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
                 param="seq")))
     waiting: dict[int, Observation] = {}
     if turn.buffered > 0 or (pending and min(pending) != turn.obs_seq + 1) or not pending:
-        rows = draft.store.query(pk=session_pk(draft.tenant, draft.session_id), sk_prefix=f"OBS#{turn_id}#",
-                                 after=f"OBS#{turn_id}#{turn.obs_seq:012d}", limit=MAX_BUFFERED + 50,
+        rows = draft.store.query(**keys.buffered_observations_of_turn(draft.tenant, draft.session_id, turn_id),
+                                 after=keys.buffered_observation_sk(turn_id, turn.obs_seq), limit=MAX_BUFFERED + 50,
                                  consistent=True).items
         for row in rows:
             fields = jsonutil.loads(row["fields"]) if row.get("fields") else {}
@@ -240,7 +236,7 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
             report.result = "more"
             break
         if following in waiting:
-            draft.tx.delete(_obs_key(draft.tenant, draft.session_id, turn_id, following))
+            draft.tx.delete(keys.buffered_observation(draft.tenant, draft.session_id, turn_id, following))
             if waiting[following].kind != "turn.heartbeat":
                 turn.set(buffered=max(0, turn.buffered - 1))
             waiting.pop(following)
@@ -275,8 +271,8 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
                     f"Too many observations wait for a missing seq ({turn.obs_seq + 1}); at most {MAX_BUFFERED}.",
                     param="seq")))
                 continue
-            draft.tx.put({**_obs_key(draft.tenant, draft.session_id, turn_id, o.seq), "kind": "observation",
-                          "turn_id": turn_id, "seq": o.seq, "action": o.kind,
+            draft.tx.put({**keys.buffered_observation(draft.tenant, draft.session_id, turn_id, o.seq),
+                          "kind": "observation", "turn_id": turn_id, "seq": o.seq, "action": o.kind,
                           "fields": jsonutil.dumps(o.fields), "ttl": now() + 86400}, "attribute_not_exists(PK)")
             turn.set(buffered=turn.buffered + 1)
             draft.dirty = True
@@ -287,7 +283,8 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
             # re-reads the Turn only after its marker is down; if it read before this commit landed it
             # saw nothing buffered, so this commit must see its marker instead: it fails and is decided
             # again (the marker then fills the gap and everything behind it applies).
-            draft.tx.check(_obs_key(draft.tenant, draft.session_id, turn_id, gap), "attribute_not_exists(PK)")
+            draft.tx.check(keys.buffered_observation(draft.tenant, draft.session_id, turn_id, gap),
+                           "attribute_not_exists(PK)")
     if report.terminal and not report.fail_turn and report.result != "more":
         _settle_now(draft, turn, report.terminal)
     if report.result == "ignored":
@@ -313,7 +310,7 @@ def _settle_now(draft: engine.Draft, turn: engine.TurnState, reported: str) -> N
     if engine.open_item_refs(draft.store, draft.tenant, draft.session_id, turn.id, limit=1):
         return
     if turn.claimed_by:  # the claim row is no longer needed once the Turn ends
-        draft.tx.delete(conn_key(turn.claimed_by, f"CLAIM#{turn.id}"))
+        draft.tx.delete(keys.claim(turn.claimed_by, turn.id))
     engine.settle(draft, turn, settlement_status(draft, turn, reported, lost=False))
 
 
@@ -327,7 +324,7 @@ def _after(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger
             post_safely(messenger, store, connection_id, error_frame(error, action=o.kind, seq=o.seq,
                                                                      turn_id=turn_id))
     if report.fail_turn is not None:
-        item = store.get(engine.turn_key(tenant, session_id, turn_id))
+        item = store.get(keys.turn(tenant, session_id, turn_id))
         if item and item.get("task_token"):
             workflow.fail(item["task_token"], "FunctionCallRejected", report.fail_turn[:200])
         if messenger is not None:  # the Harness stops the Turn; whatever it reports is ignored
@@ -476,7 +473,7 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
     if not turn.cancel_requested and held + added > REQUIRED_ACTIONS_BYTES:
         raise Rejected(f"Invalid 'arguments': the Session's pending function calls hold at most "
                        f"{REQUIRED_ACTIONS_BYTES} bytes of JSON together.", param="arguments")
-    if draft.get(engine.call_key(draft.tenant, draft.session_id, call_id)) is not None:  # type: ignore[arg-type]
+    if draft.get(keys.call(draft.tenant, draft.session_id, call_id)) is not None:  # type: ignore[arg-type]
         raise Rejected(f"Invalid 'call_id': '{call_id}' was already used in this Session.", param="call_id")
     if draft.item_ref(turn.id, runtime_id) is not None:  # type: ignore[arg-type]
         raise Rejected(f"Invalid 'item_id': the Item '{runtime_id}' was already added.", param="item_id")
@@ -488,7 +485,7 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
     item = {"id": ref["id"], "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments,
             "status": "completed", "turn_id": owner.get("turn_id") or turn.id}
     draft.put_item(ref["position"], item, owner.get("subagent_id"))
-    draft.tx.put({**engine.call_key(draft.tenant, draft.session_id, call_id), "kind": "call", "call_id": call_id,  # type: ignore[arg-type]
+    draft.tx.put({**keys.call(draft.tenant, draft.session_id, call_id), "kind": "call", "call_id": call_id,  # type: ignore[arg-type]
                   "turn_id": turn.id, "child_turn_id": owner.get("turn_id"), "subagent_id": owner.get("subagent_id"),
                   "name": name, "arguments": encoded,
                   "state": "pending", "item_id": ref["id"], "created_at": now()}, "attribute_not_exists(PK)")
@@ -513,7 +510,7 @@ def _close_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any]
     """The receipt (applied) or an abandonment, classified deterministically on the call's state:
     only a submitted result can be applied, only an open call abandoned."""
     call_id = _string(msg.get("call_id"), "call_id")
-    key = engine.call_key(draft.tenant, draft.session_id, call_id)  # type: ignore[arg-type]
+    key = keys.call(draft.tenant, draft.session_id, call_id)  # type: ignore[arg-type]
     call = draft.get(key)
     if call is None or call["turn_id"] != turn.id:
         raise Rejected(f"Invalid 'call_id': no call '{call_id}' in this Turn.", param="call_id")

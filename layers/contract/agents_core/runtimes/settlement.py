@@ -6,11 +6,10 @@ from typing import Any, Optional
 
 from agents_contract.errors import NotFound
 
-from .. import engine, environments, placement
+from .. import engine, environments, keys, placement
 from ..aws import Workflow
 from ..settings import get_settings
 from ..store import DynamoStore
-from .connections import conn_key
 
 # ---- settlement (the Settle task) ---------------------------------------------------------------
 
@@ -67,7 +66,7 @@ def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outco
                 engine.close_open_items(draft, turn, refs)
                 return False
             if turn.claimed_by:  # the claim row is no longer needed once the Turn ends
-                draft.tx.delete(conn_key(turn.claimed_by, f"CLAIM#{turn_id}"))
+                draft.tx.delete(keys.claim(turn.claimed_by, turn_id))
             engine.settle(draft, turn, status)
             return True
 
@@ -89,7 +88,7 @@ def expire_environment_wait(store: DynamoStore, tenant: str, session_id: str, tu
             return "claimed" if turn is not None else "missing"
         where = draft.snapshot.environment["type"]
         env_id = placement.session_environment_id(session_id, draft.snapshot.environment)
-        hosted = store.get(environments.env_key(tenant, env_id)) if where == "openai_hosted" else None  # type: ignore[arg-type]
+        hosted = store.get(keys.environment(tenant, env_id)) if where == "openai_hosted" else None  # type: ignore[arg-type]
         if hosted is not None and hosted.get("host_id") and not environments.host_is_connected(store, hosted["host_id"]):
             # The host that holds its workspace is gone: the Environment expires (no checkpoint moves it).
             message = (f"The Environment {env_id} cannot run this Turn: the host that holds its workspace is gone "
@@ -99,7 +98,7 @@ def expire_environment_wait(store: DynamoStore, tenant: str, session_id: str, tu
                 environments.expire(draft, hosted, turn_id)
         elif hosted is not None and hosted.get("status") not in environments.LIVE:
             message = environments.final_message(hosted)
-        elif where == "self_hosted" and not environments.is_connected(store.get(environments.env_key(tenant, env_id))):
+        elif where == "self_hosted" and not environments.is_connected(store.get(keys.environment(tenant, env_id))):
             message = (f"The Environment {env_id} did not connect within {seconds} seconds. Connect that machine "
                        f"with an enrollment (POST /v1/agents/environments/{env_id}/enrollments), then send the "
                        "input again.")
@@ -124,9 +123,9 @@ def fail_claimed_turns(store: DynamoStore, workflow: Workflow, connection_id: st
     """A Runtime's connection closed: fail the Turns it claimed now rather than at the heartbeat
     bound (their executions catch the task failure and settle them as failed, without replay)."""
     failed = 0
-    claims = store.query(pk=f"CONN#{connection_id}", sk_prefix="CLAIM#", limit=1000, consistent=True).items
+    claims = store.query(**keys.claims_of_connection(connection_id), limit=1000, consistent=True).items
     for claim in claims:
-        turn = store.get(engine.turn_key(claim["tenant"], claim["session_id"], claim["turn_id"]))
+        turn = store.get(keys.turn(claim["tenant"], claim["session_id"], claim["turn_id"]))
         if turn and turn.get("task_token") and turn.get("status") not in engine.TERMINAL:
             if workflow.fail(turn["task_token"], "RuntimeLost", "The Runtime's connection closed."):
                 failed += 1
