@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from agents_core.aws import Workflow
-from agents_core.engine import call_key
+from agents_core.keys import call as call_key
 from agents_core.store import unpack
 from local.apigw import LambdaContext
 from local.inprocess import wait_for

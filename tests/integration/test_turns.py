@@ -270,8 +270,8 @@ def test_forty_concurrent_submissions_store_exactly_one_result(client, runtime, 
     winner = winners.pop()
     assert all(status == 202 for body, status in outcomes if body == winner)
     assert all(status == 409 for body, status in outcomes if body != winner)
-    from agents_core.engine import call_key
-    stored = stack.store.get(call_key("tenant-a", session.id, action.call_id))
+    from agents_core import keys
+    stored = stack.store.get(keys.call("tenant-a", session.id, action.call_id))
     assert json.loads(stored["result"])["output"] == json.loads(winner)["events"][0]["output"]
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed", timeout=30)
 

@@ -21,7 +21,7 @@ from agents_contract import jsonutil, resources
 from agents_contract.errors import InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
-from . import placement
+from . import keys, placement
 from .ids import new_id, now
 from .settings import get_settings
 from .store import (
@@ -32,12 +32,8 @@ from .store import (
     DynamoStore,
     TransactionConflict,
     item_size,
-    item_sk,
     marshal,
-    outbox_sk,
     pack,
-    session_key,
-    session_pk,
     unpack,
 )
 
@@ -51,20 +47,6 @@ MAX_INPUT_MESSAGES = 64  # user messages one request adds (each is an Item writt
 def item_public_id(position: int) -> str:
     """Item ids carry their position, so list `after` needs no lookup."""
     return f"item_{position:08d}{new_id('x')[-12:]}"
-
-
-def turn_key(tenant: str, session_id: str, turn_id: str) -> dict[str, str]:
-    return {"PK": session_pk(tenant, session_id), "SK": f"TURN#{turn_id}"}
-
-
-def call_key(tenant: str, session_id: str, call_id: str) -> dict[str, str]:
-    return {"PK": session_pk(tenant, session_id), "SK": f"CALL#{call_id}"}
-
-
-def ref_key(tenant: str, session_id: str, turn_id: str, runtime_id: str) -> dict[str, str]:
-    """A Runtime's Item id -> the public Item (id, position, output_index, state): one row per Item,
-    so the Turn item never grows with its Items."""
-    return {"PK": session_pk(tenant, session_id), "SK": f"RID#{turn_id}#{runtime_id}"}
 
 
 @dataclass
@@ -170,12 +152,12 @@ class Draft:
 
     def get(self, key: dict[str, str]) -> Optional[dict[str, Any]]:
         """An item as read with the Session (see `run`), or read now."""
-        found = self.prefetched.get((key["PK"], key["SK"]), _UNREAD)
+        found = self.prefetched.get(keys.address(key), _UNREAD)
         return self.store.get(key) if found is _UNREAD else found
 
     def turn(self, turn_id: str) -> Optional[TurnState]:
         if turn_id not in self.turns:
-            item = self.store.get(turn_key(self.tenant, self.session_id, turn_id))
+            item = self.store.get(keys.turn(self.tenant, self.session_id, turn_id))
             if item is None:
                 return None
             self.turns[turn_id] = TurnState.from_item(item)
@@ -189,14 +171,14 @@ class Draft:
 
     def row(self, key: dict[str, str]) -> Optional[dict[str, Any]]:
         """A row as this commit leaves it (its own puts first), else as stored."""
-        pending = self._rows.get((key["PK"], key["SK"]))
+        pending = self._rows.get(keys.address(key))
         return dict(pending[0]) if pending is not None else self.get(key)
 
     def put_row(self, item: dict[str, Any], new: bool = False) -> None:
         """One put per row per commit (a batch may create and change it: the last state wins); a new
         row is conditioned on not existing. Every commit is conditioned on the Session, so a row read
         in it cannot have changed unseen."""
-        key = (item["PK"], item["SK"])
+        key = keys.address(item)
         was_new = self._rows[key][1] if key in self._rows else False
         self._rows[key] = (dict(item), new or was_new)
         self.dirty = True
@@ -269,7 +251,7 @@ class Draft:
     def item_ref(self, turn_id: str, runtime_id: str) -> Optional[dict[str, Any]]:
         key = (turn_id, runtime_id)
         if key not in self._refs:
-            row = self.store.get(ref_key(self.tenant, self.session_id, turn_id, runtime_id))
+            row = self.store.get(keys.item_ref(self.tenant, self.session_id, turn_id, runtime_id))
             self._refs[key] = {"id": row["id"], "position": int(row["position"]),
                                "output_index": int(row["output_index"]), "state": row["state"],
                                "parts": [int(p) for p in row.get("parts") or []],
@@ -292,7 +274,7 @@ class Draft:
         if any(ref is not None and ref["state"] == "open" for (t, _), ref in self._refs.items() if t == turn_id):
             return True
         return any(state in ("pending", "submitted") for state in self.call_states.values()) or any(
-            "Put" in entry and entry["Put"]["Item"]["SK"]["S"].startswith("CALL#") for entry in self.tx.entries)
+            "Put" in entry and keys.is_call(entry["Put"]["Item"][keys.SK]["S"]) for entry in self.tx.entries)
 
     def writes(self) -> int:
         """Writes this commit will make so far (composed ones included, Session and outbox too)."""
@@ -329,7 +311,7 @@ class Draft:
         ra, at = jsonutil.dumps(self.required_actions), jsonutil.dumps(self.active_turn)
         self._check_session_size(ra, at)
         session_update = self.store.new_transaction().update(
-            session_key(self.tenant, self.session_id),
+            keys.session(self.tenant, self.session_id),
             "SET #status = :status, required_actions = :ra, active_turn = :at, item_seq = :is, out_seq = :next, "
             "last_active_at = :now" + (", #error = :error" if self.error else " REMOVE #error"),
             "out_seq = :cur",
@@ -363,7 +345,7 @@ class Draft:
         for turn_id, runtime_id in sorted(self._changed_refs):
             ref = self._refs[(turn_id, runtime_id)] or {}
             new = (turn_id, runtime_id) in self._new_refs
-            self.tx.put({**ref_key(self.tenant, self.session_id, turn_id, runtime_id), "kind": "item_ref",
+            self.tx.put({**keys.item_ref(self.tenant, self.session_id, turn_id, runtime_id), "kind": "item_ref",
                          "turn_id": turn_id, **ref}, "attribute_not_exists(PK)" if new else None)
         self._changed_refs.clear()
         self._new_refs.clear()
@@ -380,13 +362,13 @@ class Draft:
                 names[f"#w{i}"] = name
                 values[f":w{i}"] = value
                 sets.append(f"#w{i} = :w{i}")
-            self.tx.update(call_key(self.tenant, self.session_id, call_id), "SET " + ", ".join(sets),
+            self.tx.update(keys.call(self.tenant, self.session_id, call_id), "SET " + ", ".join(sets),
                            write["condition"], names=names, values=values, return_old=write["return_old"])
         self._call_writes.clear()
 
     def flush_items(self) -> None:
         for position, item in sorted(self._items.items()):
-            self.tx.put({"PK": session_pk(self.tenant, self.session_id), "SK": item_sk(position), "kind": "item",
+            self.tx.put({**keys.item(self.tenant, self.session_id, position), "kind": "item",
                          "id": item["id"], "turn_id": item["turn_id"], "subagent_id": self._owners.get(position),
                          "doc": jsonutil.dumps(item)})
         self._items.clear()
@@ -398,8 +380,8 @@ class Draft:
             for name in turn.changed - {"doc"}:
                 item[name] = getattr(turn, name)
             if turn.status != "queued":
-                item.pop("GSI1PK", None)
-                item.pop("GSI1SK", None)
+                item.pop(keys.GSI1PK, None)
+                item.pop(keys.GSI1SK, None)
             self.tx.put(item, "attribute_not_exists(PK)")
             turn.changed = set()
             return
@@ -426,13 +408,13 @@ class Draft:
             sets.append("#st = :st")
             values[":st"] = turn.status
             if turn.status != "queued":
-                removes += ["GSI1PK", "GSI1SK"]
+                removes += [keys.GSI1PK, keys.GSI1SK]
         expression = ""
         if sets:
             expression += "SET " + ", ".join(sets)
         if removes:
             expression += " REMOVE " + ", ".join(removes)
-        self.tx.update(turn_key(self.tenant, self.session_id, turn.id), expression.strip(), "attribute_exists(PK)",
+        self.tx.update(keys.turn(self.tenant, self.session_id, turn.id), expression.strip(), "attribute_exists(PK)",
                        names=names, values=values or None)
         turn.changed = set()
 
@@ -443,7 +425,7 @@ def outbox_record(tenant: str, session_id: str, seq: int, events: list[dict[str,
     """One OUT# record. The first part of a commit says how many parts it has, the others name the
     first: the consumer handles a commit once, at its first part, with every part in order.
     `fanout: false` says the Session had no subscriber when it committed (no subscriber query)."""
-    record = {"PK": session_pk(tenant, session_id), "SK": outbox_sk(seq), "kind": "outbox", "tenant": tenant,
+    record = {**keys.outbox_record(tenant, session_id, seq), "kind": "outbox", "tenant": tenant,
               "session_id": session_id, "seq": seq, "events": pack(jsonutil.dumps(events)),
               "commands": pack(jsonutil.dumps(commands)), "parts": parts if parts and parts > 1 else None,
               "part_of": part_of, "ttl": now() + get_settings().outbox_ttl_seconds}
@@ -476,24 +458,24 @@ PREFETCH_KEYS = 23  # 25 items per TransactGetItems as moto enforces it (DynamoD
 
 def run(store: DynamoStore, tenant: str, session_id: str, work: Callable[[Draft], T], *,
         item: Optional[dict[str, Any]] = None, attempts: int = 50, turn_id: Optional[str] = None,
-        keys: Sequence[dict[str, str]] = ()) -> T:
+        prefetch: Sequence[dict[str, str]] = ()) -> T:
     """Read the Session, let `work` decide, commit; on a lost race re-read and decide again.
 
-    `turn_id` and `keys` (e.g. the CALL items the work will look at): read with the Session in one
+    `turn_id` and `prefetch` (the keys of, e.g., the CALL items the work will look at): read with the Session in one
     TransactGetItems (one request, one instant: nothing older than the Session it is decided with);
     `Draft.get` answers them without another request."""
     for attempt in range(attempts):
         turn_item, prefetched = None, {}
         if item is None:
-            wanted = ([turn_key(tenant, session_id, turn_id)] if turn_id else []) + list(keys)[:PREFETCH_KEYS]
-            found = store.transact_get([session_key(tenant, session_id), *wanted]) if wanted else None
+            wanted = ([keys.turn(tenant, session_id, turn_id)] if turn_id else []) + list(prefetch)[:PREFETCH_KEYS]
+            found = store.transact_get([keys.session(tenant, session_id), *wanted]) if wanted else None
             if found is None:
-                item = store.get(session_key(tenant, session_id))
+                item = store.get(keys.session(tenant, session_id))
             else:
                 item, rest = found[0], found[1:]
                 if turn_id:
                     turn_item, rest = rest[0], rest[1:]
-                prefetched = {(k["PK"], k["SK"]): v for k, v in zip(wanted[1 if turn_id else 0:], rest, strict=True)}
+                prefetched = {keys.address(k): v for k, v in zip(wanted[1 if turn_id else 0:], rest, strict=True)}
             if item is None:
                 raise NotFound()
         draft = Draft(store, tenant, item)
@@ -519,11 +501,10 @@ def start_turn(draft: Draft, messages: list[list[dict[str, Any]]]) -> TurnState:
     snapshot = draft.snapshot
     turn = TurnState(doc={"id": turn_id, "agent_id": snapshot.agent_id, "session_id": draft.session_id,
                           "created_at": ts, "status": "queued"})
-    draft.add_turn(turn, {**turn_key(draft.tenant, draft.session_id, turn_id), "kind": "turn", "id": turn_id,
+    draft.add_turn(turn, {**keys.turn(draft.tenant, draft.session_id, turn_id), "kind": "turn", "id": turn_id,
                           "tenant": draft.tenant, "session_id": draft.session_id, "harness": snapshot.harness,
-                          "GSI1PK": placement.queue(snapshot.environment["type"], snapshot.harness,
-                                                            placement.environment_id(draft.session_id)),
-                          "GSI1SK": turn_id})
+                          **keys.queued_turn(placement.queue(snapshot.environment["type"], snapshot.harness,
+                                                             placement.environment_id(draft.session_id)), turn_id)})
     draft.emit_turn("agent.session.turn.created", turn)
     turn.set(input_from=draft.item_seq + 1)
     for content in messages:
@@ -610,7 +591,7 @@ def settle(draft: Draft, turn: TurnState, status: str) -> None:
 
 def open_calls(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
                limit: int = SETTLE_CHUNK) -> list[dict[str, Any]]:
-    page = store.query(pk=session_pk(tenant, session_id), sk_prefix="CALL#", limit=limit, consistent=True,
+    page = store.query(**keys.calls_of_session(tenant, session_id), limit=limit, consistent=True,
                        filter_expression="turn_id = :t AND #s IN (:p, :sub)", names={"#s": "state"},
                        values={":t": turn_id, ":p": "pending", ":sub": "submitted"})
     return page.items
@@ -629,7 +610,7 @@ def close_open_calls(store: DynamoStore, tenant: str, session_id: str, turn_id: 
             for start in range(0, len(calls), SETTLE_CHUNK):
                 tx = store.new_transaction()
                 for call in calls[start:start + SETTLE_CHUNK]:
-                    tx.update(call_key(tenant, session_id, call["call_id"]), "SET #s = :s", "#s IN (:p, :sub)",
+                    tx.update(keys.call(tenant, session_id, call["call_id"]), "SET #s = :s", "#s IN (:p, :sub)",
                               names={"#s": "state"}, values={":s": state, ":p": "pending", ":sub": "submitted"})
                 store.transact(tx)
                 closed += len(calls[start:start + SETTLE_CHUNK])
@@ -640,7 +621,7 @@ def close_open_calls(store: DynamoStore, tenant: str, session_id: str, turn_id: 
 
 def open_item_refs(store: DynamoStore, tenant: str, session_id: str, turn_id: str,
                    limit: int = SETTLE_CHUNK) -> list[dict[str, Any]]:
-    page = store.query(pk=session_pk(tenant, session_id), sk_prefix=f"RID#{turn_id}#", limit=limit,
+    page = store.query(**keys.item_refs_of_turn(tenant, session_id, turn_id), limit=limit,
                        consistent=True, filter_expression="#s = :open", names={"#s": "state"},
                        values={":open": "open"})
     return page.items
@@ -650,13 +631,13 @@ def close_open_items(draft: Draft, turn: TurnState, refs: list[dict[str, Any]]) 
     """Unfinished Items become incomplete (item.done): one bounded step of at most SETTLE_CHUNK."""
     if not refs:
         return
-    keys = [{"PK": session_pk(draft.tenant, draft.session_id), "SK": item_sk(int(r["position"]))} for r in refs]
-    found = draft.store.batch_get(keys)
-    for ref, key in zip(refs, keys, strict=True):
-        runtime_id = ref["SK"].split("#", 2)[2]
+    wanted = [keys.item(draft.tenant, draft.session_id, int(r["position"])) for r in refs]
+    found = draft.store.batch_get(wanted)
+    for ref, key in zip(refs, wanted, strict=True):
+        runtime_id = keys.runtime_item_id(keys.sort_key(ref))
         draft.item_ref(turn.id, runtime_id)
         draft.set_ref_state(turn.id, runtime_id, "done")
-        stored = found.get((key["PK"], key["SK"]))
+        stored = found.get(keys.address(key))
         if stored is None:
             continue
         doc = jsonutil.loads(stored["doc"])

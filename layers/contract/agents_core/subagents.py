@@ -21,10 +21,10 @@ from typing import Any, Optional
 from agents_contract import jsonutil, resources
 from agents_contract.errors import InvalidRequest, NotFound
 
-from . import engine
+from . import engine, keys
 from .ids import new_id, now
 from .pagination import ListParams, page
-from .store import DynamoStore, item_sk, session_pk
+from .store import DynamoStore
 
 MAX_ID = 128
 MAX_NAME = 256
@@ -34,22 +34,6 @@ CHILD_END = ("completed", "failed", "cancelled")
 
 class Rejected(InvalidRequest):
     """An observation about Subagents that can never succeed (the Runtime gets an error frame)."""
-
-
-def subagent_key(tenant: str, session_id: str, subagent_id: str) -> dict[str, str]:
-    return {"PK": session_pk(tenant, session_id), "SK": f"SUBAGENT#{subagent_id}"}
-
-
-def _native_subagent_key(tenant: str, session_id: str, runtime_id: str) -> dict[str, str]:
-    return {"PK": session_pk(tenant, session_id), "SK": f"SUBAGENTN#{runtime_id}"}
-
-
-def child_turn_key(tenant: str, session_id: str, subagent_id: str, turn_id: str) -> dict[str, str]:
-    return {"PK": session_pk(tenant, session_id), "SK": f"CTURN#{subagent_id}#{turn_id}"}
-
-
-def _native_turn_key(tenant: str, session_id: str, runtime_id: str) -> dict[str, str]:
-    return {"PK": session_pk(tenant, session_id), "SK": f"CTURNN#{runtime_id}"}
 
 
 def _runtime_id(msg: dict[str, Any], param: str, optional: bool = False) -> Optional[str]:
@@ -73,13 +57,13 @@ def _text(msg: dict[str, Any], param: str, limit: int) -> Optional[str]:
 # ---- lookups inside a commit ---------------------------------------------------------------------
 
 def _subagent_row(draft: engine.Draft, runtime_id: str) -> Optional[dict[str, Any]]:
-    ref = draft.row(_native_subagent_key(draft.tenant, draft.session_id, runtime_id))
-    return draft.row(subagent_key(draft.tenant, draft.session_id, ref["subagent_id"])) if ref else None
+    ref = draft.row(keys.subagent_name(draft.tenant, draft.session_id, runtime_id))
+    return draft.row(keys.subagent(draft.tenant, draft.session_id, ref["subagent_id"])) if ref else None
 
 
 def _child_row(draft: engine.Draft, runtime_id: str) -> Optional[dict[str, Any]]:
-    ref = draft.row(_native_turn_key(draft.tenant, draft.session_id, runtime_id))
-    return draft.row(child_turn_key(draft.tenant, draft.session_id, ref["subagent_id"], ref["turn_id"])) \
+    ref = draft.row(keys.child_turn_name(draft.tenant, draft.session_id, runtime_id))
+    return draft.row(keys.child_turn(draft.tenant, draft.session_id, ref["subagent_id"], ref["turn_id"])) \
         if ref else None
 
 
@@ -130,9 +114,9 @@ def opened(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any], out
     public = new_id("subagent")
     doc = {"id": public, "session_id": draft.session_id, "parent_agent_id": parent_agent_id, "name": name,
            "instructions": instructions, "status": "active", "opened_at": now(), "closed_at": None}
-    draft.put_row({**_native_subagent_key(draft.tenant, draft.session_id, runtime_id),  # type: ignore[arg-type]
+    draft.put_row({**keys.subagent_name(draft.tenant, draft.session_id, runtime_id),  # type: ignore[arg-type]
                    "kind": "subagent_ref", "subagent_id": public}, new=True)
-    _put_subagent(draft, {**subagent_key(draft.tenant, draft.session_id, public), "kind": "subagent", "id": public,
+    _put_subagent(draft, {**keys.subagent(draft.tenant, draft.session_id, public), "kind": "subagent", "id": public,
                           "runtime_id": runtime_id, "root_turn_id": turn.id}, doc,
                   "agent.session.subagent.created", new=True)
 
@@ -161,7 +145,7 @@ def turn_started(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any
     row = _subagent_row(draft, runtime_id)  # type: ignore[arg-type]
     if row is None:
         raise Rejected(f"Invalid 'subagent_id': no Subagent '{runtime_id}' was opened.", param="subagent_id")
-    if draft.row(_native_turn_key(draft.tenant, draft.session_id, child_runtime_id)) is not None:  # type: ignore[arg-type]
+    if draft.row(keys.child_turn_name(draft.tenant, draft.session_id, child_runtime_id)) is not None:  # type: ignore[arg-type]
         raise Rejected(f"Invalid 'child_turn_id': the child Turn '{child_runtime_id}' was already started.",
                        param="child_turn_id")
     if row["status"] != "active":
@@ -171,9 +155,9 @@ def turn_started(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any
     doc = {"id": public, "agent_id": draft.snapshot.agent_id, "session_id": draft.session_id, "created_at": ts,
            "started_at": ts, "status": "in_progress", "subagent_id": row["id"],
            "x_agents_core": {"engine": (turn.doc.get("x_agents_core") or {}).get("engine")}}
-    draft.put_row({**_native_turn_key(draft.tenant, draft.session_id, child_runtime_id),  # type: ignore[arg-type]
+    draft.put_row({**keys.child_turn_name(draft.tenant, draft.session_id, child_runtime_id),  # type: ignore[arg-type]
                    "kind": "child_turn_ref", "turn_id": public, "subagent_id": row["id"]}, new=True)
-    _put_child(draft, {**child_turn_key(draft.tenant, draft.session_id, row["id"], public), "kind": "child_turn",
+    _put_child(draft, {**keys.child_turn(draft.tenant, draft.session_id, row["id"], public), "kind": "child_turn",
                        "id": public, "subagent_id": row["id"], "root_turn_id": turn.id}, doc, new=True)
     turn.set(children=[*turn.children, {"id": public, "subagent_id": row["id"]}])
     for kind in ("agent.session.turn.created", "agent.session.turn.in_progress"):
@@ -211,7 +195,7 @@ def end_children(draft: engine.Draft, turn: engine.TurnState, status: str) -> No
     if not turn.children:
         return
     for child in turn.children:
-        row = draft.row(child_turn_key(draft.tenant, draft.session_id, child["subagent_id"], child["id"]))
+        row = draft.row(keys.child_turn(draft.tenant, draft.session_id, child["subagent_id"], child["id"]))
         if row is not None and row["status"] not in CHILD_END:
             _end(draft, row, "failed" if status == "failed" else "cancelled")
     turn.set(children=[])
@@ -228,13 +212,13 @@ def _known(*ids: Optional[str]) -> None:
 
 
 def _load_session(store: DynamoStore, tenant: str, session_id: str) -> None:
-    if store.get({"PK": session_pk(tenant, session_id), "SK": "S"}) is None:
+    if store.get(keys.session(tenant, session_id)) is None:
         raise NotFound()
 
 
 def retrieve(store: DynamoStore, tenant: str, session_id: str, subagent_id: str) -> dict[str, Any]:
     _known(session_id, subagent_id)
-    row = store.get(subagent_key(tenant, session_id, subagent_id))
+    row = store.get(keys.subagent(tenant, session_id, subagent_id))
     if row is None:
         raise NotFound()
     return resources.subagent_resource(jsonutil.loads(row["doc"]))
@@ -243,17 +227,17 @@ def retrieve(store: DynamoStore, tenant: str, session_id: str, subagent_id: str)
 def list_page(store: DynamoStore, tenant: str, session_id: str, params: ListParams) -> dict[str, Any]:
     _known(session_id, params.after)
     _load_session(store, tenant, session_id)
-    after = f"SUBAGENT#{params.after}" if params.after else None
-    if after is not None and store.get({"PK": session_pk(tenant, session_id), "SK": after}) is None:
+    after = keys.subagent_sk(params.after) if params.after else None
+    if after is not None and store.get(keys.subagent(tenant, session_id, params.after)) is None:
         raise NotFound()  # a cursor that names no Subagent of this Session
-    result = store.query(pk=session_pk(tenant, session_id), sk_prefix="SUBAGENT#", after=after, limit=params.limit,
+    result = store.query(**keys.subagents_of_session(tenant, session_id), after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True)
     return page([resources.subagent_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)
 
 
 def retrieve_turn(store: DynamoStore, tenant: str, session_id: str, subagent_id: str, turn_id: str) -> dict[str, Any]:
     _known(session_id, subagent_id, turn_id)
-    row = store.get(child_turn_key(tenant, session_id, subagent_id, turn_id))
+    row = store.get(keys.child_turn(tenant, session_id, subagent_id, turn_id))
     if row is None:
         raise NotFound()
     return resources.turn_resource(jsonutil.loads(row["doc"]))
@@ -263,12 +247,11 @@ def list_turns(store: DynamoStore, tenant: str, session_id: str, subagent_id: st
                params: ListParams) -> dict[str, Any]:
     retrieve(store, tenant, session_id, subagent_id)
     _known(params.after)
-    prefix = f"CTURN#{subagent_id}#"
-    after = prefix + params.after if params.after else None
-    if after is not None and store.get({"PK": session_pk(tenant, session_id), "SK": after}) is None:
+    after = keys.child_turn_sk(subagent_id, params.after) if params.after else None
+    if after is not None and store.get(keys.child_turn(tenant, session_id, subagent_id, params.after)) is None:
         raise NotFound()  # a cursor that names no Turn of this Subagent (a root Turn included)
-    result = store.query(pk=session_pk(tenant, session_id), sk_prefix=prefix, after=after, limit=params.limit,
-                         ascending=params.ascending, consistent=True)
+    result = store.query(**keys.child_turns_of_subagent(tenant, session_id, subagent_id), after=after,
+                         limit=params.limit, ascending=params.ascending, consistent=True)
     return page([resources.turn_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)
 
 
@@ -283,18 +266,18 @@ def list_items(store: DynamoStore, tenant: str, session_id: str, subagent_id: st
     after = None
     if params.after:
         digits = params.after.removeprefix("item_")[:8]
-        cursor = store.get({"PK": session_pk(tenant, session_id), "SK": item_sk(int(digits))}) \
+        cursor = store.get(keys.item(tenant, session_id, int(digits))) \
             if digits.isdigit() else None
         if cursor is None or cursor.get("id") != params.after or cursor.get("subagent_id") != subagent_id or (
                 turn_id is not None and cursor.get("turn_id") != turn_id):
             raise InvalidRequest("Invalid session item ID in `after`", param=None)
-        after = item_sk(int(digits))
+        after = keys.item_sk(int(digits))
     names, values = {"#sub": "subagent_id"}, {":sub": subagent_id}
     condition = "#sub = :sub"
     if turn_id is not None:
         condition += " AND turn_id = :t"
         values[":t"] = turn_id
-    result = store.query(pk=session_pk(tenant, session_id), sk_prefix="ITEM#", after=after, limit=params.limit,
+    result = store.query(**keys.items_of_session(tenant, session_id), after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True, filter_expression=condition, names=names,
                          values=values)
     return page([jsonutil.loads(i["doc"]) for i in result.items], result.has_more)

@@ -143,7 +143,7 @@ def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message:
         return _heartbeat(store, workflow, connection_id, route, observations, messenger)
     report = Report()
     engine.run(store, tenant, session_id, lambda draft: _drain(draft, connection_id, turn_id, observations, report),
-               turn_id=turn_id, keys=_call_keys(tenant, session_id, observations))
+               turn_id=turn_id, prefetch=_call_keys(tenant, session_id, observations))
     _after(store, workflow, messenger, connection_id, route, report)
     while report.result == "more":  # a long drain continues in further bounded commits
         report = _drain_more(store, workflow, messenger, connection_id, route, report.remaining)
