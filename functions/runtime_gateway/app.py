@@ -24,6 +24,14 @@ def _field(message, name):
     return value if isinstance(value, (str, int)) and not isinstance(value, bool) and len(str(value)) <= 256 else None
 
 
+def _offer_queued(store, connection_id, queues):
+    """The Turns waiting in these queues, offered to this connection (which now may serve them)."""
+    for queue in queues:
+        for turn in runtimes.queued_turns(store, queue):
+            runtimes.dispatch(store, default_workflow(), turn["tenant"], turn["session_id"], turn["id"],
+                              only=connection_id)
+
+
 def _executor(store, connection_id, conn, action, message):
     """An operator's Runtime hosting exec-server connections (agents_core/executors.py)."""
     from agents_core import executors
@@ -32,9 +40,7 @@ def _executor(store, connection_id, conn, action, message):
         _reply(connection_id, executors.announce_host(store, connection_id, conn, message))
     elif action == "executor.connected":  # it now serves that Environment: its waiting Turns are offered
         _, queue = executors.executor_connected(store, connection_id, message)
-        for turn in runtimes.queued_turns(store, queue):
-            runtimes.dispatch(store, default_workflow(), turn["tenant"], turn["session_id"], turn["id"],
-                              only=connection_id)
+        _offer_queued(store, connection_id, [queue])
     else:
         executors.executor_disconnected(store, connection_id, message)
 
@@ -60,10 +66,7 @@ def handler(event, context):
         if action == "runtime.hello":
             welcome, conn = runtimes.greet(store, connection_id, message)
             _reply(connection_id, welcome)
-            for queue in runtimes.queued_pools(conn, welcome["harnesses"]):
-                for turn in runtimes.queued_turns(store, queue):
-                    runtimes.dispatch(store, default_workflow(), turn["tenant"], turn["session_id"], turn["id"],
-                                      only=connection_id)
+            _offer_queued(store, connection_id, runtimes.queued_pools(conn, welcome["harnesses"]))
         elif conn.get("runtime_kind") == "enrolling":
             raise AgentsError("Say runtime.hello first: it spends the enrollment.", param="action")
         elif action == "environment.idle":
