@@ -7,9 +7,9 @@ saved reference resolution, Harness declaration check -> 400 before anything is 
 from aws_lambda_powertools.logging import correlation_paths
 
 from agents_core import agents, environments, sessions, vaults
-from agents_core.http import body, entrypoint, json_response, new_app, tenant
 from agents_core.observability import logger, metrics
 from agents_core.store import default_store
+from agents_core.transport.http import body, entrypoint, json_response, new_app, tenant
 
 app = new_app()
 

@@ -4,10 +4,10 @@ The SSE stream (`GET .../events`) is the streaming function's (functions/session
 from aws_lambda_powertools.logging import correlation_paths
 
 from agents_core import agents, environments, sessions, subagents, vaults
-from agents_core.http import entrypoint, json_response, new_app, query, tenant
 from agents_core.observability import logger, metrics
 from agents_core.pagination import list_params
 from agents_core.store import default_store
+from agents_core.transport.http import entrypoint, json_response, new_app, query, tenant
 
 app = new_app()
 

@@ -4,9 +4,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.logging import correlation_paths
 
 from agents_core import results
-from agents_core.http import body, entrypoint, new_app, tenant
 from agents_core.observability import logger, metrics
 from agents_core.store import default_store
+from agents_core.transport.http import body, entrypoint, new_app, tenant
 
 app = new_app()
 

@@ -9,112 +9,43 @@ local stack serves this same app behind its gateway (local/server.py).
   Without `stream` it answers the created Session as JSON; with `stream: true` it answers SSE that opens
   with `agent.session.created` (the created Session) and then the first Turn's events. A rejected create
   is the same 400 either way, and writes nothing.
-- `GET /v1/agents/sessions/{id}/events`: live only, from the moment of the request (agents_core.sse).
-  A foreign Session is 404 before any byte. Comment pings keep an idle stream open; the stream ends
-  cleanly after STREAM_MAX_SECONDS (callers recover by reading the Session); a failure while streaming
-  sends the official `error` event and ends the stream.
+- `GET /v1/agents/sessions/{id}/events`: live only, from the moment of the request
+  (agents_core.session_events). A foreign Session is 404 before any byte. Comment pings keep an idle
+  stream open; the stream ends cleanly after STREAM_MAX_SECONDS (callers recover by reading the Session);
+  a failure while streaming sends the official `error` event and ends the stream (agents_core.transport.sse).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import time
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 from agents_contract import jsonutil
-from agents_contract.errors import AgentsError, InvalidRequest, NotFound, ServerError
-from agents_core import sse
+from agents_contract.errors import AgentsError, InvalidRequest, ServerError
+from agents_core import session_events
 from agents_core.observability import logger
-from agents_core.request import admission_error, request_id
-from agents_core.request import parse_body as parse_request_body
 from agents_core.settings import get_settings
 from agents_core.store import default_store
-
-SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
-
-
-def error(err: AgentsError) -> Response:
-    headers = {"x-should-retry": "false"} if 400 <= err.status < 500 and err.status != 429 else {}
-    return Response(jsonutil.dumps(err.envelope()), status_code=err.status, media_type="application/json",
-                    headers=headers)
-
-
-def request_context(request: Request) -> dict[str, Any]:
-    """The API Gateway request context the Lambda Web Adapter (or the local gateway) passes along."""
-    try:
-        return json.loads(request.headers.get("x-amzn-request-context") or "{}")
-    except ValueError:
-        return {}
-
-
-def caller(request: Request) -> str:
-    """The caller's tenant, after the same checks as every buffered route (key, then beta header)."""
-    tenant = ((request_context(request).get("authorizer") or {}).get("tenant")) or ""
-    rejected = admission_error(tenant, request.headers.get("openai-beta"))
-    if rejected is not None:
-        raise rejected
-    return tenant
-
-
-CLOSING = ("agent.session.idle", "agent.session.failed")
-
-
-async def stream(tenant: str, session_id: str, after: int, first: list[dict[str, Any]] | None = None,
-                 until: tuple[str, ...] = ()) -> Any:
-    """The SSE body: committed events after `after`, in order, once each; pings; a clean end.
-    `until` (a `stream: true` creation): the stream ends right after the first event of one of these
-    types (the first `agent.session.idle` or `agent.session.failed`; `agent.session.created` when the
-    creation started no Turn), as the official service closes it, so iterating the SDK's stream ends."""
-    settings = get_settings()
-    store = default_store()
-    deadline = time.monotonic() + settings.stream_max_seconds
-    poll_min, poll_max = settings.stream_poll_min_ms / 1000, settings.stream_poll_max_ms / 1000
-    wait, quiet_since = poll_min, time.monotonic()
-    yield ": stream open\n\n"  # the status line and headers go out now: the caller is subscribed
-    try:
-        while time.monotonic() < deadline:
-            events, last = await run_in_threadpool(sse.committed_since, store, tenant, session_id, after)
-            if last != after:
-                after = last
-                for event in events:
-                    yield sse.frame(event)
-                    if event.get("type") in until:
-                        return
-                wait, quiet_since = poll_min, time.monotonic()
-                continue  # another page may follow
-            if time.monotonic() - quiet_since >= settings.stream_ping_seconds:
-                if not await run_in_threadpool(sse.session_exists, store, tenant, session_id):
-                    return  # the Session was deleted: nothing more can come
-                yield ": ping\n\n"
-                quiet_since = time.monotonic()
-            await asyncio.sleep(min(wait, max(0.0, deadline - time.monotonic())))
-            wait = min(poll_max, wait * 2)
-        # the maximum duration: end cleanly between events; the caller reads the Session to catch up
-    except asyncio.CancelledError:
-        raise  # the caller went away
-    except Exception:  # noqa: BLE001 - the stream's failure is told in the official `error` event
-        logger.exception("event stream failed", extra={"session_id": session_id})
-        yield sse.frame(sse.error_event(session_id))
+from agents_core.transport import asgi, sse
+from agents_core.transport.request import parse_body as parse_request_body
 
 
 async def stream_events(request: Request) -> Response:
     session_id = request.path_params["session_id"]
     try:
-        tenant = caller(request)
-        after = await run_in_threadpool(sse.subscribe, default_store(), tenant, session_id)
+        tenant = asgi.caller(request)
+        after = await run_in_threadpool(session_events.subscribe, default_store(), tenant, session_id)
     except AgentsError as err:
-        return error(err)
+        return asgi.error(err)
     except Exception:  # noqa: BLE001
         logger.exception("subscription failed")
-        return error(ServerError())
-    return StreamingResponse(stream(tenant, session_id, after), media_type="text/event-stream", headers=SSE_HEADERS)
+        return asgi.error(ServerError())
+    return sse.response(sse.stream(default_store(), get_settings(), tenant, session_id, after))
 
 
 def _create(tenant: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +58,7 @@ def _create(tenant: str, body: dict[str, Any]) -> dict[str, Any]:
 
 async def create_session(request: Request) -> Response:
     try:
-        tenant = caller(request)
+        tenant = asgi.caller(request)
         body = parse_request_body(await request.body())
         if not isinstance(body, dict):
             from agents_contract.validation import json_type_name  # the create path imports it anyway
@@ -136,50 +67,25 @@ async def create_session(request: Request) -> Response:
                                  "instead.", param=None)
         session = await run_in_threadpool(_create, tenant, body)
     except AgentsError as err:
-        return error(err)
+        return asgi.error(err)
     except Exception:  # noqa: BLE001
         logger.exception("session create failed")
-        return error(ServerError())
+        return asgi.error(ServerError())
     if body.get("stream") is not True:
         return Response(jsonutil.dumps(session), status_code=201, media_type="application/json")
     # The create's own commit (OUT#1: agent.session.created, then the first Turn's events) and every later
     # one until the Session settles; a creation that started no Turn ends right after `created`.
-    until = ("agent.session.created",) if session.get("status") == "idle" else CLOSING
-    return StreamingResponse(stream(tenant, session["id"], 0, until=until), status_code=201,
-                             media_type="text/event-stream", headers=SSE_HEADERS)  # 201 for a streamed create too
+    until = session_events.creation_ends_after(session)
+    return sse.response(sse.stream(default_store(), get_settings(), tenant, session["id"], 0, until=until),
+                        status_code=201)  # 201 for a streamed create too
 
 
 async def healthz(request: Request) -> Response:
     return Response("ok")  # the Lambda Web Adapter's readiness check
 
 
-async def not_found(request: Request, exc: Exception) -> Response:
-    return error(NotFound("Invalid URL: no route matches this path.", code="invalid_url"))
-
-
-def _strip_stage(app: Any) -> Any:
-    """A REST API request path may arrive with the stage in front (/dev/v1/...): route on the rest."""
-    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and not scope["path"].startswith(("/v1/", "/healthz")):
-            head, _, rest = scope["path"].lstrip("/").partition("/")
-            if head and rest.startswith("v1/"):
-                scope = {**scope, "path": "/" + rest, "raw_path": ("/" + rest).encode()}
-        if scope["type"] != "http":
-            await app(scope, receive, send)
-            return
-
-        async def send_with_id(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.start":  # every response names its request, as officially
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"x-request-id", request_id().encode())]}
-            await send(message)
-
-        await app(scope, receive, send_with_id)
-    return wrapped
-
-
-app = _strip_stage(Starlette(routes=[
+app = asgi.serve(Starlette(routes=[
     Route("/v1/agents/sessions", create_session, methods=["POST"]),
     Route("/v1/agents/sessions/{session_id}/events", stream_events, methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
-], exception_handlers={404: not_found, 405: not_found}))
+], exception_handlers={404: asgi.not_found, 405: asgi.not_found}))

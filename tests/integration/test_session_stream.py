@@ -12,8 +12,8 @@ import pytest
 from openai.types.beta.agent_session_event import AgentSessionEvent
 from pydantic import TypeAdapter
 
+from agents_core import session_events as sse
 from agents_core import settings as settings_module
-from agents_core import sse
 from tests.integration.conftest import scan
 
 EVENT = TypeAdapter(AgentSessionEvent)

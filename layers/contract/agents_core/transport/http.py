@@ -2,8 +2,8 @@
 
 - The official envelope on every non-2xx; deterministic 4xx answers carry `x-should-retry: false`
   (the official SDK otherwise retries 409s twice).
-- The checks every request passes first (tenant, beta header, body parsing) are agents_core.request's,
-  shared with the streaming function.
+- The checks every request passes first (tenant, beta header, body parsing) are transport.request's,
+  and the error response is transport.errors': both shared with the streaming function (transport.asgi).
 """
 
 from __future__ import annotations
@@ -18,23 +18,26 @@ from aws_lambda_powertools.metrics import MetricUnit
 from agents_contract import jsonutil, surface
 from agents_contract.errors import AgentsError, InvalidRequest, MethodNotAllowed, NotFound, ServerError
 
-from .observability import logger, metrics
+from ..observability import logger, metrics
+from ..settings import get_settings
+from .errors import error_answer
+from .headers import header
 from .request import admission_error, event_tenant, parse_body, request_id
-from .settings import get_settings
 
 JSON = "application/json"
 
 
 def json_response(status: int, body: Any, headers: Optional[dict[str, str]] = None) -> Response:
-    # Every response names its request (`req_` + 32 hex), which the SDK exposes as `_request_id`.
-    return Response(status_code=status, content_type=JSON, body=jsonutil.dumps(body),
-                    headers={"x-request-id": request_id(), **(headers or {})})
+    return _json(status, jsonutil.dumps(body), headers or {})
 
 
 def error_response(error: AgentsError) -> Response:
-    # Deterministic rejections must not be retried by the SDK; a 429 (busy, nothing written) may be.
-    headers = {"x-should-retry": "false"} if 400 <= error.status < 500 and error.status != 429 else {}
-    return json_response(error.status, error.envelope(), headers)
+    return _json(*error_answer(error))
+
+
+def _json(status: int, text: str, headers: dict[str, str]) -> Response:
+    # Every response names its request (`req_` + 32 hex), which the SDK exposes as `_request_id`.
+    return Response(status_code=status, content_type=JSON, body=text, headers={"x-request-id": request_id(), **headers})
 
 
 def _proxy(response: Response) -> dict[str, Any]:
@@ -100,18 +103,11 @@ def query(app: APIGatewayRestResolver) -> dict[str, str]:
     return dict(app.current_event.raw_event.get("queryStringParameters") or {})
 
 
-def _header(event: dict[str, Any], name: str) -> Optional[str]:
-    for key, value in (event.get("headers") or {}).items():
-        if key.lower() == name:
-            return value
-    return None
-
-
 def entrypoint(app: APIGatewayRestResolver, event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Authentication, then the beta header, then the route."""
     if not get_settings().powertools_metrics_disabled:
         metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
-    rejected = admission_error(event_tenant(event), _header(event, "openai-beta"))
+    rejected = admission_error(event_tenant(event), header(event, "openai-beta"))
     if rejected is not None:
         return _proxy(error_response(rejected))
     logger.append_keys(request_id=event.get("requestContext", {}).get("requestId"))

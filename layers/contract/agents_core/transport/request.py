@@ -1,6 +1,6 @@
 """What every API request is checked for first, whichever server answers it: the buffered routes
-(Powertools' resolver, agents_core.http) and the streaming function's ASGI app (functions/session_stream),
-which therefore does not import the resolver.
+(Powertools' resolver, transport.http) and the streaming function's ASGI app (transport.asgi), which
+therefore does not import the resolver.
 
 - The caller's tenant comes from the Lambda authorizer (REST API proxy events:
   `requestContext.authorizer.tenant`); `OpenAI-Beta: agents=v1` is required.
@@ -15,7 +15,7 @@ from typing import Any, Optional
 from agents_contract import jsonutil
 from agents_contract.errors import AgentsError, InvalidBeta, InvalidRequest, PayloadTooLarge, Unauthorized
 
-from .settings import get_settings
+from ..settings import get_settings
 
 BETA = "agents=v1"
 
