@@ -9,13 +9,7 @@ Gateway answers with the ACCESS_DENIED gateway response: the official 401 `inval
 
 from agents_core.observability import logger
 from agents_core.store import default_store
-
-
-def _bearer(event) -> str:
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    value = headers.get("authorization", "")
-    scheme, _, token = value.partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
+from agents_core.transport.headers import bearer
 
 
 def _api_arn(method_arn: str) -> str:
@@ -33,7 +27,7 @@ def policy(principal: str, effect: str, method_arn: str, context: dict) -> dict:
 
 @logger.inject_lambda_context(log_event=False)
 def handler(event, context):
-    token = _bearer(event)
+    token = bearer(event)
     tenant = default_store().tenant_for_api_key(token) if token else None
     if tenant is None:
         logger.info("rejected API key")  # never the key itself

@@ -2,21 +2,16 @@
 credential it was exchanged for), or a client (API key, or `?ticket=` for
 browsers). Rejected -> 401."""
 
-from agents_core import environments, live, runtimes
+from agents_core import environments, keys, live, runtimes
 from agents_core.observability import logger
 from agents_core.store import default_store
-
-
-def _bearer(event) -> str:
-    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    scheme, _, token = headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else ""
+from agents_core.transport.headers import bearer
 
 
 @logger.inject_lambda_context(log_event=False)
 def handler(event, context):
     connection_id = event["requestContext"]["connectionId"]
-    token = _bearer(event)
+    token = bearer(event)
     store = default_store()
     ticket = (event.get("queryStringParameters") or {}).get("ticket")
     if ticket and not token:
@@ -40,7 +35,7 @@ def handler(event, context):
         if enrollment is not None:  # spent at runtime.hello, which answers with the durable credential
             runtimes.register_connection(store, connection_id, "runtime", runtime_kind="enrolling",
                                          tenant=enrollment["tenant"], environment_id=enrollment["environment_id"],
-                                         enrollment_hash=enrollment["PK"].removeprefix("ENROLL#"))
+                                         enrollment_hash=keys.enrollment_hash(enrollment))
             return {"statusCode": 200}
     elif token.startswith(environments.CREDENTIAL_PREFIX):
         credential = environments.credential_for_token(store, token)
