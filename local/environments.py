@@ -82,10 +82,11 @@ class EnvironmentConnector:
     def ensure(self, env_id: str, timeout: float = 15.0) -> bool:
         """Connect the dev tenant's Environment now and wait until it is connected, so a Session created
         on this laptop can take input at once (another tenant's Environment is left alone)."""
+        from agents_core import keys
         from agents_core.store import default_store
 
         store = default_store()
-        key = {"PK": f"T#{self.tenant}#ENV#{env_id}", "SK": "E"}
+        key = keys.environment(self.tenant, env_id)
         env = store.get(key)
         if env is None or env.get("type") != "self_hosted":
             return False
@@ -102,10 +103,12 @@ class EnvironmentConnector:
         return False
 
     def _step(self, store: Any) -> None:
-        envs = store.query(pk=f"T#{self.tenant}#ENVS#self_hosted", index="GSI1", limit=MAX_CONNECTED,
+        from agents_core import keys
+
+        envs = store.query(**keys.environments_of_tenant(self.tenant, "self_hosted"), limit=MAX_CONNECTED,
                            ascending=False).items
         for env_id in list(self.processes):
-            if store.get({"PK": f"T#{self.tenant}#ENV#{env_id}", "SK": "E"}, consistent=False) is None:
+            if store.get(keys.environment(self.tenant, env_id), consistent=False) is None:
                 self._terminate(env_id)  # the Session (and its Environment) was deleted
         for env in envs:
             with self._lock:

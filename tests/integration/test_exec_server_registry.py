@@ -16,7 +16,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from agents_core import executors
+from agents_core import executors, keys
 from agents_core.apikeys import create_key
 from agents_core.runtimes import create_runtime_token
 from local.inprocess import wait_for
@@ -127,7 +127,7 @@ def test_the_next_enrollment_replaces_the_executor_key_and_deleting_the_session_
     client.beta.agents.sessions.delete(session.id)
     status, body = register(stack, env_id, second["access_key_id"], second["secret_access_key"])
     assert status == 403
-    assert stack.store.get(executors.key_key(second["access_key_id"])) is None  # revoked with the Session
+    assert stack.store.get(keys.exec_server_key(second["access_key_id"])) is None  # revoked with the Session
 
 
 def test_a_signed_registration_answers_a_url_on_the_host_that_expects_its_token(client, stack, host):

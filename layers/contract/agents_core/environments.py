@@ -29,7 +29,7 @@ from agents_contract import jsonutil
 from agents_contract.errors import Conflict, InvalidRequest, NotFound
 from agents_contract.validation import json_type_name
 
-from . import engine, executors
+from . import engine, executors, keys
 from .ids import new_id, now
 from .pagination import ListParams, page
 from .placement import environment_id, session_environment_id
@@ -46,10 +46,6 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def env_key(tenant: str, env_id: str) -> dict[str, str]:
-    return {"PK": f"T#{tenant}#ENV#{env_id}", "SK": "E"}
-
-
 def remote_url() -> str:
     """A self_hosted Environment's remote_url: the exec-server registry's base (`codex exec-server --remote`;
     the reference Runtime finds the WebSocket API from it), or the WebSocket API where no registry is set."""
@@ -63,10 +59,10 @@ def new_item(tenant: str, session_id: str, environment: dict[str, Any], ts: int)
     if kind not in TYPES:
         return None
     env_id = environment_id(session_id)
-    return {**env_key(tenant, env_id), "kind": "environment", "id": env_id, "tenant": tenant, "type": kind,
+    return {**keys.environment(tenant, env_id), "kind": "environment", "id": env_id, "tenant": tenant, "type": kind,
             "session_id": session_id, "status": "pending", "created_at": ts,
             "workspace_directory": environment.get("workspace_directory"),
-            "GSI1PK": f"T#{tenant}#ENVS#{kind}", "GSI1SK": env_id}
+            **keys.listed_environment(tenant, kind, env_id)}
 
 
 def resource(item: dict[str, Any]) -> dict[str, Any]:
@@ -82,7 +78,7 @@ def state(item: dict[str, Any], error: Optional[dict[str, Any]] = None) -> dict[
 
 
 def load(store: DynamoStore, tenant: str, env_id: str) -> dict[str, Any]:
-    item = store.get(env_key(tenant, env_id)) if env_id.startswith("env_") and len(env_id) <= 128 else None
+    item = store.get(keys.environment(tenant, env_id)) if env_id.startswith("env_") and len(env_id) <= 128 else None
     if item is None:
         raise NotFound()
     return item
@@ -98,10 +94,10 @@ def list_page(store: DynamoStore, tenant: str, params: ListParams, query: dict[s
         raise InvalidRequest(f"Invalid value: '{kind[:64]}'. Supported values are: 'openai_hosted' and "
                              "'self_hosted'.", param="type")
     if params.after is not None:
-        cursor = store.get(env_key(tenant, params.after)) if params.after.startswith("env_") else None
+        cursor = store.get(keys.environment(tenant, params.after)) if params.after.startswith("env_") else None
         if cursor is None or cursor["type"] != kind:
             raise NotFound()  # a cursor that names no Environment of this list
-    result = store.query(pk=f"T#{tenant}#ENVS#{kind}", index="GSI1", after=params.after, limit=params.limit,
+    result = store.query(**keys.environments_of_tenant(tenant, kind), after=params.after, limit=params.limit,
                          ascending=params.ascending)
     return page([resource(i) for i in result.items], result.has_more)
 
@@ -125,7 +121,7 @@ def enroll(store: DynamoStore, tenant: str, env_id: str, body: Any) -> dict[str,
     token = ENROLLMENT_PREFIX + secrets.token_urlsafe(32)
     settings = get_settings()
     expires_at = now() + settings.enrollment_ttl_seconds
-    store.put({"PK": f"ENROLL#{_hash(token)}", "SK": "N", "kind": "enrollment", "tenant": tenant,
+    store.put({**keys.enrollment(_hash(token)), "kind": "enrollment", "tenant": tenant,
                "environment_id": env_id, "session_id": item["session_id"], "expires_at": expires_at,
                "created_at": now(), "ttl": expires_at + 3600}, condition="attribute_not_exists(PK)")
     return {"object": "agent.environment.enrollment", "environment_id": env_id, "token": token,
@@ -137,7 +133,7 @@ def connect_command(token: str, item: dict[str, Any], store: DynamoStore) -> str
     """The shell command that connects this machine as the Environment's Runtime."""
     words = ["python", "-m", "runtime", "--url", remote_url(), "--workspace", item.get("workspace_directory")
              or "/workspace"]
-    session = store.get({"PK": f"T#{item['tenant']}#SESSION#{item['session_id']}", "SK": "S"}, consistent=False)
+    session = store.get(keys.session(item["tenant"], item["session_id"]), consistent=False)
     harness = None
     if session is not None:
         harness = engine.Snapshot.from_json(unpack(session["snapshot"])).harness
@@ -152,7 +148,7 @@ def enrollment_for_token(store: DynamoStore, token: str) -> Optional[dict[str, A
     """A valid enrollment (unused, unexpired) for `$connect`, or None."""
     if not token.startswith(ENROLLMENT_PREFIX) or len(token) > 256:
         return None
-    item = store.get({"PK": f"ENROLL#{_hash(token)}", "SK": "N"})
+    item = store.get(keys.enrollment(_hash(token)))
     if item is None or item.get("used_at") or int(item["expires_at"]) <= now():
         return None
     return item
@@ -162,10 +158,10 @@ def credential_for_token(store: DynamoStore, token: str) -> Optional[dict[str, A
     """The durable credential of an enrolled machine (`RT#` item of kind environment_credential)."""
     if not token.startswith(CREDENTIAL_PREFIX) or len(token) > 256:
         return None
-    item = store.get({"PK": f"RT#{_hash(token)}", "SK": "R"})
+    item = store.get(keys.runtime_credential(_hash(token)))
     if item is None or item.get("kind") != "environment_credential":
         return None
-    env = store.get(env_key(item["tenant"], item["environment_id"]))
+    env = store.get(keys.environment(item["tenant"], item["environment_id"]))
     if env is None or env.get("credential_hash") != _hash(token):
         return None  # replaced by a newer enrollment, or the Environment is gone
     return item
@@ -178,23 +174,24 @@ class EnrollmentUsed(InvalidRequest):
 def exchange(store: DynamoStore, enrollment_hash: str) -> tuple[str, dict[str, Any]]:
     """Spend the enrollment once and mint the Environment's durable credential, replacing any earlier
     one, in one transaction. Returns the credential (shown only to the connecting Runtime)."""
-    enrollment = store.get({"PK": f"ENROLL#{enrollment_hash}", "SK": "N"})
+    enrollment = store.get(keys.enrollment(enrollment_hash))
     if enrollment is None:
         raise EnrollmentUsed("This enrollment is not valid.", param=None)
     tenant, env_id = enrollment["tenant"], enrollment["environment_id"]
-    env = store.get(env_key(tenant, env_id))
+    env = store.get(keys.environment(tenant, env_id))
     if env is None:
         raise EnrollmentUsed("This enrollment's Environment no longer exists.", param=None)
     credential = CREDENTIAL_PREFIX + secrets.token_urlsafe(32)
     digest = _hash(credential)
     tx = store.new_transaction()
-    tx.update({"PK": f"ENROLL#{enrollment_hash}", "SK": "N"}, "SET used_at = :now",
+    tx.update(keys.enrollment(enrollment_hash), "SET used_at = :now",
               "attribute_not_exists(used_at) AND expires_at > :now", values={":now": now()})
-    tx.put({"PK": f"RT#{digest}", "SK": "R", "kind": "environment_credential", "tenant": tenant,
+    tx.put({**keys.runtime_credential(digest), "kind": "environment_credential", "tenant": tenant,
             "environment_id": env_id, "runtime_id": new_id("rt"), "created_at": now()}, "attribute_not_exists(PK)")
-    tx.update(env_key(tenant, env_id), "SET credential_hash = :h", "attribute_exists(PK)", values={":h": digest})
+    tx.update(keys.environment(tenant, env_id), "SET credential_hash = :h", "attribute_exists(PK)",
+              values={":h": digest})
     if env.get("credential_hash"):
-        tx.delete({"PK": f"RT#{env['credential_hash']}", "SK": "R"})
+        tx.delete(keys.runtime_credential(env["credential_hash"]))
     try:
         store.transact(tx)
     except TransactionConflict:
@@ -205,14 +202,14 @@ def exchange(store: DynamoStore, enrollment_hash: str) -> tuple[str, dict[str, A
 def delete_for_session(store: DynamoStore, tenant: str, session_id: str) -> None:
     """A Session's own Environment goes with it, and so does the credential that connected it (an
     Environment it only named, `openai_hosted.environment_id`, stays: other Sessions may use it)."""
-    key = env_key(tenant, environment_id(session_id))
+    key = keys.environment(tenant, environment_id(session_id))
     env = store.get(key)
     if env is None:
         return
     if env.get("credential_hash"):
-        store.delete({"PK": f"RT#{env['credential_hash']}", "SK": "R"})
+        store.delete(keys.runtime_credential(env["credential_hash"]))
     if env.get("host_id"):
-        store.delete(host_key(env["host_id"], f"ENV#{env['id']}"))
+        store.delete(keys.host_environment(env["host_id"], env["id"]))
     executors.revoke(store, env)
     store.delete(key)
 
@@ -255,13 +252,13 @@ def _emit(draft: engine.Draft, kind: str, env: dict[str, Any], turn_id: Optional
 
 def mark_connected(store: DynamoStore, tenant: str, env_id: str, connection_id: str) -> Optional[dict[str, Any]]:
     """The Environment's connection said hello: status `connected`, the event on its Session."""
-    env = store.get(env_key(tenant, env_id))
+    env = store.get(keys.environment(tenant, env_id))
     if env is None:
         return None
 
     def work(draft: engine.Draft) -> dict[str, Any]:
         updated = {**env, "status": "connected", "connection_id": connection_id}
-        draft.tx.update(env_key(tenant, env_id), "SET #s = :s, connection_id = :c, connected_at = :now",
+        draft.tx.update(keys.environment(tenant, env_id), "SET #s = :s, connection_id = :c, connected_at = :now",
                         "attribute_exists(PK)", names={"#s": "status"},
                         values={":s": "connected", ":c": connection_id, ":now": now()})
         _emit(draft, "connected", updated)
@@ -272,15 +269,15 @@ def mark_connected(store: DynamoStore, tenant: str, env_id: str, connection_id: 
 
 def mark_disconnected(store: DynamoStore, tenant: str, env_id: str, connection_id: str) -> bool:
     """The Environment's current connection closed (a replaced one changes nothing)."""
-    env = store.get(env_key(tenant, env_id))
+    env = store.get(keys.environment(tenant, env_id))
     if env is None or env.get("connection_id") != connection_id:
         return False
 
     def work(draft: engine.Draft) -> bool:
-        current = store.get(env_key(tenant, env_id))
+        current = store.get(keys.environment(tenant, env_id))
         if current is None or current.get("connection_id") != connection_id:
             return False  # a newer connection took over meanwhile
-        draft.tx.update(env_key(tenant, env_id), "SET #s = :s REMOVE connection_id", "attribute_exists(PK)",
+        draft.tx.update(keys.environment(tenant, env_id), "SET #s = :s REMOVE connection_id", "attribute_exists(PK)",
                         names={"#s": "status"}, values={":s": "disconnected"})
         _emit(draft, "disconnected", {**current, "status": "disconnected"})
         return True
@@ -292,7 +289,7 @@ def mark_disconnected(store: DynamoStore, tenant: str, env_id: str, connection_i
 
 
 def session_environment_state(store: DynamoStore, tenant: str, session_id: str) -> Optional[dict[str, Any]]:
-    return store.get(env_key(tenant, environment_id(session_id)))
+    return store.get(keys.environment(tenant, environment_id(session_id)))
 
 
 def turn_error(message: str) -> dict[str, str]:
@@ -314,25 +311,21 @@ LIVE = ("pending", "ready", "connected", "disconnected")  # `failed` and `expire
 HOSTED_ERROR_TYPES = ("sandbox_error",)
 
 
-def host_key(host_id: str, sk: str) -> dict[str, str]:
-    return {"PK": f"HOST#{host_id}", "SK": sk}
-
-
 def host_is_connected(store: DynamoStore, host_id: str) -> bool:
     """Whether a hosted Runtime of this host is connected now (a row past its TTL counts as gone)."""
-    rows = store.query(pk=f"HOST#{host_id}", sk_prefix="CONN#", limit=20, consistent=True).items
+    rows = store.query(**keys.connections_of_host(host_id), limit=20, consistent=True).items
     return any(int(r.get("ttl", 0)) > now() for r in rows)
 
 
 def _members(store: DynamoStore, host_id: str) -> list[dict[str, Any]]:
-    return store.query(pk=f"HOST#{host_id}", sk_prefix="ENV#", limit=1000, consistent=True).items
+    return store.query(**keys.environments_of_host(host_id), limit=1000, consistent=True).items
 
 
 def bind_host(draft: engine.Draft, env_id: str, env: Optional[dict[str, Any]], host_id: str) -> None:
     """The claim of a Turn by a hosted Runtime binds its Environment to that host (first claim only:
     the condition keeps a concurrent claim by another host from binding it twice). A Session create
     that writes its Environment in the same commit folds the binding into that write (`bound_host`)."""
-    member = {**host_key(host_id, f"ENV#{env_id}"), "kind": "host_environment", "tenant": draft.tenant,
+    member = {**keys.host_environment(host_id, env_id), "kind": "host_environment", "tenant": draft.tenant,
               "environment_id": env_id, "host_id": host_id}
     if draft.__dict__.get("env_in_commit"):
         draft.__dict__["bound_host"] = host_id
@@ -340,7 +333,7 @@ def bind_host(draft: engine.Draft, env_id: str, env: Optional[dict[str, Any]], h
         return
     if env is None or env.get("host_id") == host_id:
         return
-    draft.tx.update(env_key(draft.tenant, env_id), "SET host_id = :h",
+    draft.tx.update(keys.environment(draft.tenant, env_id), "SET host_id = :h",
                     "attribute_exists(PK) AND attribute_not_exists(host_id)", values={":h": host_id})
     draft.tx.put(member)
 
@@ -350,16 +343,16 @@ def _move(store: DynamoStore, tenant: str, env_id: str, to: str, allowed: tuple[
     """One status change of a hosted Environment, with its event on the Environment's most recent
     Session (none for an Environment no Session used yet); conditional on the status it left."""
     def apply(tx_owner: Any, env: dict[str, Any]) -> None:
-        tx_owner.update(env_key(tenant, env_id), "SET #s = :to", "#s = :from", names={"#s": "status"},
+        tx_owner.update(keys.environment(tenant, env_id), "SET #s = :to", "#s = :from", names={"#s": "status"},
                         values={":to": to, ":from": env["status"]})
 
     for _ in range(5):
-        env = store.get(env_key(tenant, env_id))
+        env = store.get(keys.environment(tenant, env_id))
         if env is None or env.get("status") not in allowed or (host_id and env.get("host_id") != host_id):
             return False
         if env.get("session_id"):
             def work(draft: engine.Draft) -> bool:
-                current = store.get(env_key(tenant, env_id))
+                current = store.get(keys.environment(tenant, env_id))
                 if current is None or current.get("status") not in allowed:
                     return False
                 apply(draft.tx, current)
@@ -383,10 +376,10 @@ def _move(store: DynamoStore, tenant: str, env_id: str, to: str, allowed: tuple[
 def host_connected(store: DynamoStore, host_id: str, connection_id: str) -> None:
     """A hosted Runtime of `host_id` said hello: it is one of the host's connections, and the host's
     Environments left `disconnected` are available again (`ready`, or `pending` if never prepared)."""
-    store.put({**host_key(host_id, f"CONN#{connection_id}"), "kind": "host_connection", "host_id": host_id,
+    store.put({**keys.host_connection(host_id, connection_id), "kind": "host_connection", "host_id": host_id,
                "connection_id": connection_id, "ttl": now() + 2 * 3600})
     for member in _members(store, host_id):
-        env = store.get(env_key(member["tenant"], member["environment_id"]))
+        env = store.get(keys.environment(member["tenant"], member["environment_id"]))
         if env is not None and env.get("status") == "disconnected":
             _move(store, member["tenant"], member["environment_id"], "ready" if env.get("prepared_at") else "pending",
                   ("disconnected",), host_id)
@@ -395,7 +388,7 @@ def host_connected(store: DynamoStore, host_id: str, connection_id: str) -> None
 def host_disconnected(store: DynamoStore, host_id: str, connection_id: str) -> None:
     """A hosted connection closed: when no other connection of its host remains, that host's
     Environments are `disconnected` (their Turns wait, bounded, for the host to come back)."""
-    store.delete(host_key(host_id, f"CONN#{connection_id}"))
+    store.delete(keys.host_connection(host_id, connection_id))
     if host_is_connected(store, host_id):
         return
     for member in _members(store, host_id):
@@ -409,8 +402,8 @@ def idle(store: DynamoStore, host_id: str, message: dict[str, Any]) -> None:
     env_id = message.get("environment_id")
     if not isinstance(env_id, str) or not env_id.startswith("env_") or len(env_id) > 128:
         raise InvalidRequest("Invalid 'environment_id': expected an Environment id (env_...).", param="environment_id")
-    member = store.get(host_key(host_id, f"ENV#{env_id}"))
-    env = store.get(env_key(member["tenant"], env_id)) if member else None
+    member = store.get(keys.host_environment(host_id, env_id))
+    env = store.get(keys.environment(member["tenant"], env_id)) if member else None
     if env is None or env.get("host_id") != host_id:
         raise InvalidRequest(f"Invalid 'environment_id': this host holds no Environment '{env_id}'.",
                              param="environment_id")
@@ -446,7 +439,7 @@ def observe_turn(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any
         raise InvalidRequest("turn.environment reports an openai_hosted Environment; this Session has none.",
                              param="action")
     env_id = session_environment_id(draft.session_id, environment)
-    key = env_key(draft.tenant, env_id)
+    key = keys.environment(draft.tenant, env_id)
     env = draft.store.get(key)
     if env is None or env.get("status") not in LIVE:
         return  # deleted, or already final: nothing to change
@@ -475,7 +468,7 @@ def observe_turn(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any
 
 def expire(draft: engine.Draft, env: dict[str, Any], turn_id: Optional[str] = None) -> None:
     """The host that holds the Environment's workspace is gone past the bound: `expired` (final)."""
-    draft.tx.update(env_key(draft.tenant, env["id"]), "SET #s = :x", "#s = :old", names={"#s": "status"},
+    draft.tx.update(keys.environment(draft.tenant, env["id"]), "SET #s = :x", "#s = :old", names={"#s": "status"},
                     values={":x": "expired", ":old": env["status"]})
     _emit(draft, "expired", {**env, "status": "expired"}, turn_id)
 
@@ -485,7 +478,7 @@ def refuse_input(store: DynamoStore, tenant: str, session_id: str, environment: 
     if environment.get("type") != "openai_hosted":
         return
     env_id = session_environment_id(session_id, environment)
-    env = store.get(env_key(tenant, env_id))  # type: ignore[arg-type]
+    env = store.get(keys.environment(tenant, env_id))  # type: ignore[arg-type]
     if env is not None and env.get("status") in ("expired", "failed"):
         raise Conflict(final_message(env))
     if env is None:  # a named Environment whose own Session was deleted, and it with it
@@ -508,7 +501,7 @@ EMPTY_PREPARATION = {"files": [], "packages": {"python": [], "npm": []}, "setup_
 def preparation(store: DynamoStore, tenant: str, env_id: str) -> dict[str, Any]:
     """What a hosted Runtime prepares the Environment from (confidential: setup command bodies, env
     values and file data travel only in `turn.start` to the Runtime that claimed the Turn)."""
-    env = store.get(env_key(tenant, env_id))
+    env = store.get(keys.environment(tenant, env_id))
     if env is None or not (env.get("preparation_sealed") or env.get("preparation")):
         return dict(EMPTY_PREPARATION)
     if env.get("preparation_sealed"):
@@ -559,10 +552,10 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
         attached_credentials(store, tenant, vault_ids)
     environment = parser.resolve_environment(request.environment)  # type: ignore[arg-type]
     env_id = new_id("env")
-    item = {**env_key(tenant, env_id), "kind": "environment", "id": env_id, "tenant": tenant,
+    item = {**keys.environment(tenant, env_id), "kind": "environment", "id": env_id, "tenant": tenant,
             "type": "openai_hosted", "session_id": None, "status": "pending", "created_at": now(),
             "workspace_directory": environment["workspace_directory"],
-            "GSI1PK": f"T#{tenant}#ENVS#openai_hosted", "GSI1SK": env_id, "vault_ids": vault_ids,
+            **keys.listed_environment(tenant, "openai_hosted", env_id), "vault_ids": vault_ids,
             **_hosted_fields(environment, request.environment, tenant, env_id)}
     store.put(item, condition="attribute_not_exists(PK)")
     return resource(item)
@@ -608,7 +601,7 @@ def write_for_session(tx: Any, draft: engine.Draft, environment: dict[str, Any],
             sets += ", host_id = :h"
             cond += " AND (attribute_not_exists(host_id) OR host_id = :h)"
             values[":h"] = host
-        tx.update(env_key(draft.tenant, reused["id"]), sets, cond, names={"#st": "status"}, values=values)
+        tx.update(keys.environment(draft.tenant, reused["id"]), sets, cond, names={"#st": "status"}, values=values)
         return
     item = new_item(draft.tenant, draft.session_id, environment, ts)
     if item is None:

@@ -35,6 +35,7 @@ from urllib.parse import quote
 
 from agents_contract.errors import AgentsError, NotFound
 
+from . import keys
 from .ids import new_id, now
 from .settings import get_settings
 from .store import DynamoStore
@@ -47,10 +48,6 @@ MAX_SKEW_SECONDS = 300
 SECRET_NAME = "exec_server_secret_access_key"  # noqa: S105 - which secret a context names
 _AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([A-Z0-9]{20})/(\d{8})/([a-z0-9-]{1,32})/([a-z0-9-]{1,32})/"
                    r"aws4_request, ?SignedHeaders=([a-z0-9;-]{1,512}), ?Signature=([0-9a-f]{64})")
-
-
-def key_key(access_key_id: str) -> dict[str, str]:
-    return {"PK": f"EXECKEY#{access_key_id}", "SK": "X"}
 
 
 def context(tenant: str, env_id: str, access_key_id: str) -> dict[str, str]:
@@ -68,12 +65,12 @@ def issue(store: DynamoStore, env: dict[str, Any], remote_url: str, sealer: Opti
     secret = secrets.token_urlsafe(30)
     sealed = (sealer or default_sealer()).seal(secret, context(tenant, env_id, access_key_id))
     tx = store.new_transaction()
-    tx.put({**key_key(access_key_id), "kind": "executor_key", "tenant": tenant, "environment_id": env_id,
+    tx.put({**keys.exec_server_key(access_key_id), "kind": "executor_key", "tenant": tenant, "environment_id": env_id,
             "sealed": sealed, "created_at": now()}, "attribute_not_exists(PK)")
-    tx.update({"PK": f"T#{tenant}#ENV#{env_id}", "SK": "E"}, "SET exec_key_id = :k", "attribute_exists(PK)",
+    tx.update(keys.environment(tenant, env_id), "SET exec_key_id = :k", "attribute_exists(PK)",
               values={":k": access_key_id})
     if env.get("exec_key_id"):
-        tx.delete(key_key(env["exec_key_id"]))
+        tx.delete(keys.exec_server_key(env["exec_key_id"]))
     store.transact(tx)
     region = get_settings().aws_region
     return {"access_key_id": access_key_id, "secret_access_key": secret, "region": region,
@@ -91,7 +88,7 @@ def command(access_key_id: str, secret: str, region: str, remote_url: str, env_i
 def revoke(store: DynamoStore, env: Optional[dict[str, Any]]) -> None:
     """The Environment goes (its Session was deleted): so does its executor key."""
     if env is not None and env.get("exec_key_id"):
-        store.delete(key_key(env["exec_key_id"]))
+        store.delete(keys.exec_server_key(env["exec_key_id"]))
 
 
 # ---- SigV4 verification ------------------------------------------------------------------------------
@@ -143,7 +140,7 @@ def verify(store: DynamoStore, *, method: str, paths: list[str], query: str, hea
             or not {"host", "x-amz-date"} <= set(signed) or signed != sorted(signed):
         raise Refused(f"Sign with region {get_settings().aws_region} and service {SERVICE} (the defaults of the "
                       "command this deployment's enrollment gives).", param=None)
-    item = store.get(key_key(access_key_id))
+    item = store.get(keys.exec_server_key(access_key_id))
     if item is None or item.get("kind") != "executor_key":
         raise Refused("This executor key is not valid: it was replaced by a newer enrollment or revoked.", param=None)
     try:
@@ -157,7 +154,7 @@ def verify(store: DynamoStore, *, method: str, paths: list[str], query: str, hea
                for p in paths):
         raise Refused("The request signature does not match (check AWS_SECRET_ACCESS_KEY).", param=None)
     try:  # the replay guard: a signature is accepted once (the skew window bounds how long it is kept)
-        store.put({"PK": f"EXECSIG#{given}", "SK": "S", "kind": "executor_signature",
+        store.put({**keys.exec_server_signature(given), "kind": "executor_signature",
                    "ttl": int(stamp) + 2 * MAX_SKEW_SECONDS}, condition="attribute_not_exists(PK)")
     except AgentsError:
         raise Refused("This signed request was already used; sign a new one.", param=None) from None
@@ -176,8 +173,8 @@ def register(store: DynamoStore, env_id: str, *, method: str, paths: list[str], 
 
     key = verify(store, method=method, paths=paths, query=query, headers=headers, body=body, clock=clock,
                  sealer=sealer)
-    env = store.get({"PK": f"T#{key['tenant']}#ENV#{env_id}", "SK": "E"}) if env_id.startswith("env_") else None
-    if key["environment_id"] != env_id or env is None or env.get("exec_key_id") != key["PK"].removeprefix("EXECKEY#") \
+    env = store.get(keys.environment(key["tenant"], env_id)) if env_id.startswith("env_") else None
+    if key["environment_id"] != env_id or env is None or env.get("exec_key_id") != keys.exec_server_key_id(key) \
             or env.get("type") != "self_hosted":
         raise NotFound()
     try:
@@ -188,7 +185,7 @@ def register(store: DynamoStore, env_id: str, *, method: str, paths: list[str], 
         raise AgentsError(f"This deployment serves the '{TRANSPORT}' transport (--remote-transport direct).",
                           param="transport")
     registration_id = new_id("xreg")
-    url = (announce or executor_url)(store, {**env, "exec_key_id": key["PK"].removeprefix("EXECKEY#")}, registration_id)
+    url = (announce or executor_url)(store, {**env, "exec_key_id": keys.exec_server_key_id(key)}, registration_id)
     return {"environment_id": env_id, "transport": TRANSPORT, "registration_id": registration_id, "url": url}
 
 
@@ -212,10 +209,6 @@ class NoExecutorHost(AgentsError):
 HARNESS = "codex"  # the only Harness with an exec-server
 
 
-def host_pool(harness: str = HARNESS) -> str:
-    return f"EXECUTORS#{harness}"
-
-
 def announce_host(store: DynamoStore, connection_id: str, conn: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
     """`executor.host`: an operator's Runtime that serves Codex offers its executor listener."""
     if conn.get("runtime_kind") not in ("shared", "hosted"):
@@ -223,31 +216,28 @@ def announce_host(store: DynamoStore, connection_id: str, conn: dict[str, Any], 
     url = message.get("url")
     if not isinstance(url, str) or len(url) > 512 or not re.fullmatch(r"wss://[^\s?#]+|ws://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/[^\s?#]*)?", url):
         raise AgentsError("Invalid 'url': expected the listener's wss:// URL (ws:// only on loopback).", param="url")
-    declared = store.get({"PK": f"CONN#{connection_id}", "SK": f"H#{HARNESS}"})
+    declared = store.get(keys.declaration(connection_id, HARNESS))
     if declared is None:
         raise AgentsError("Declare the codex Harness in runtime.hello before hosting exec-server connections.",
                           param="action")
-    store.put({"PK": f"CONN#{connection_id}", "SK": "XHOST", "kind": "executor_host", "connection_id": connection_id,
-               "url": url.rstrip("/"), "GSI1PK": host_pool(), "GSI1SK": f"{now():012d}#{connection_id}",
+    store.put({**keys.exec_server_host(connection_id), "kind": "executor_host", "connection_id": connection_id,
+               "url": url.rstrip("/"), **keys.listed_exec_server_host(HARNESS, now(), connection_id),
                "ttl": now() + 2 * 3600})
     return {"type": "executor.host", "url": url.rstrip("/")}
-
-
-def registration_key(registration_id: str) -> dict[str, str]:
-    return {"PK": f"EXECREG#{registration_id}", "SK": "G"}
 
 
 def executor_url(store: DynamoStore, env: dict[str, Any], registration_id: str, messenger: Any = None) -> str:
     """Where the executor WebSocket goes: the newest executor host that takes the registration."""
     from .aws import ConnectionGone, default_messenger
 
-    hosts = store.query(pk=host_pool(), index="GSI1", limit=20, ascending=False).items
+    hosts = store.query(**keys.exec_server_hosts(HARNESS), limit=20, ascending=False).items
     # Affinity: the host that served this Environment before keeps it (its Codex thread lives on its disk).
-    last = store.get(_last_host_key(env["id"]))
+    last = store.get(keys.exec_server_affinity(env["id"]))
     hosts.sort(key=lambda h: h["url"] != (last or {}).get("url"))
     for host in hosts:
         token = secrets.token_urlsafe(32)
-        store.put({**registration_key(registration_id), "kind": "executor_registration", "tenant": env["tenant"],
+        store.put({**keys.exec_server_registration(registration_id), "kind": "executor_registration",
+                   "tenant": env["tenant"],
                    "environment_id": env["id"], "session_id": env.get("session_id"),
                    "exec_key_id": env.get("exec_key_id"), "connection_id": host["connection_id"],
                    "created_at": now(), "ttl": now() + 7 * 86400})
@@ -257,23 +247,19 @@ def executor_url(store: DynamoStore, env: dict[str, Any], registration_id: str, 
                 "tenant": env["tenant"], "session_id": env.get("session_id"),
                 "token_sha256": hashlib.sha256(token.encode()).hexdigest()})
         except ConnectionGone:
-            store.delete({"PK": f"CONN#{host['connection_id']}", "SK": "XHOST"})
+            store.delete(keys.exec_server_host(host["connection_id"]))
             continue
         if (last or {}).get("url") != host["url"]:
-            store.put({**_last_host_key(env["id"]), "kind": "executor_affinity", "url": host["url"],
+            store.put({**keys.exec_server_affinity(env["id"]), "kind": "executor_affinity", "url": host["url"],
                        "ttl": now() + 30 * 86400})
         return f"{host['url']}/{registration_id}?token={token}"
     raise NoExecutorHost("No Runtime of this deployment hosts exec-server connections now; try again shortly, or "
                          "connect this Environment with its enrollment's Runtime command.", param=None)
 
 
-def _last_host_key(env_id: str) -> dict[str, str]:
-    return {"PK": f"EXECENV#{env_id}", "SK": "H"}
-
-
 def _registration(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> dict[str, Any]:
     registration_id = message.get("registration_id")
-    item = store.get(registration_key(registration_id)) if isinstance(registration_id, str) \
+    item = store.get(keys.exec_server_registration(registration_id)) if isinstance(registration_id, str) \
         and registration_id.startswith("xreg_") and len(registration_id) <= 64 else None
     if item is None or item.get("connection_id") != connection_id:
         raise AgentsError("Invalid 'registration_id': no exec-server registration of this connection.",
@@ -289,17 +275,18 @@ def executor_connected(store: DynamoStore, connection_id: str, message: dict[str
 
     reg = _registration(store, connection_id, message)
     tenant, env_id = reg["tenant"], reg["environment_id"]
-    env = store.get({"PK": f"T#{tenant}#ENV#{env_id}", "SK": "E"})
-    declared = store.get({"PK": f"CONN#{connection_id}", "SK": f"H#{HARNESS}"})
+    env = store.get(keys.environment(tenant, env_id))
+    declared = store.get(keys.declaration(connection_id, HARNESS))
     if env is None or declared is None or env.get("exec_key_id") != reg.get("exec_key_id"):
         raise AgentsError("This registration's Environment is gone or its executor key was replaced.",
                           param="registration_id")
     # Serves exactly this self_hosted Environment: the declaration is an Environment connection's
     # (`runtime_kind` enrolled, in the Environment's own pool), reached through the exec-server.
-    store.put({**declared, "SK": f"H#ENV#{env_id}#{HARNESS}", "runtime_kind": "enrolled", "environment_id": env_id,
-               "tenant": tenant, "via": "exec_server", "registration_id": reg["PK"].removeprefix("EXECREG#"),
-               "GSI1PK": placement.runtime_pool("enrolled", HARNESS, env_id),
-               "GSI1SK": f"{now():012d}#{connection_id}", "ttl": now() + 2 * 3600})
+    store.put({**declared, **keys.environment_declaration(connection_id, env_id, HARNESS), "runtime_kind": "enrolled",
+               "environment_id": env_id, "tenant": tenant, "via": "exec_server",
+               "registration_id": keys.exec_server_registration_id(reg),
+               **keys.listed_in_pool(keys.runtime_pool("enrolled", HARNESS, env_id), now(), connection_id),
+               "ttl": now() + 2 * 3600})
     if env.get("connection_id") != connection_id or env.get("status") != "connected":  # a re-registration: no event
         environments.mark_connected(store, tenant, env_id, connection_id)
     return tenant, placement.queue("self_hosted", HARNESS, env_id)
@@ -315,13 +302,13 @@ def _leave(store: DynamoStore, connection_id: str, tenant: str, env_id: str, del
     from . import environments
 
     if delete:
-        store.delete({"PK": f"CONN#{connection_id}", "SK": f"H#ENV#{env_id}#{HARNESS}"})
+        store.delete(keys.environment_declaration(connection_id, env_id, HARNESS))
     environments.mark_disconnected(store, tenant, env_id, connection_id)
 
 
 def forget_host(store: DynamoStore, connection_id: str) -> None:
     """The host's connection closed: each Environment it served through an exec-server is disconnected."""
-    rows = store.query(pk=f"CONN#{connection_id}", sk_prefix="H#ENV#", limit=100, consistent=True).items
+    rows = store.query(**keys.environment_declarations_of_connection(connection_id), limit=100, consistent=True).items
     for row in rows:
         if row.get("via") == "exec_server":
             _leave(store, connection_id, row["tenant"], row["environment_id"], delete=False)  # the partition goes next
