@@ -123,7 +123,8 @@ def build_drivers(args: argparse.Namespace, harnesses: list[str]) -> tuple[dict[
             drivers[harness] = ScriptedDriver(harness)
             continue
         if harness == "codex":
-            from .harnesses.codex.driver import CodexDriver, Provider
+            from .harnesses.codex.config import Provider
+            from .harnesses.codex.driver import CodexDriver
 
             if args.model_provider == "scripted":
                 if provider is None:
@@ -139,7 +140,7 @@ def build_drivers(args: argparse.Namespace, harnesses: list[str]) -> tuple[dict[
             drivers[harness] = CodexDriver(model, args.state_dir, max_warm=args.warm_sessions)
         elif harness == "claude_code":
             from .harnesses.claude_code.driver import ClaudeCodeDriver
-            from .harnesses.claude_code.driver import Provider as ClaudeProvider
+            from .harnesses.claude_code.session import Provider as ClaudeProvider
 
             if args.model_provider == "scripted":
                 if provider is None:
@@ -206,12 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--native {','.join(missing)} is not among the served Harnesses")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s runtime %(levelname)s %(message)s")
     from .client import RuntimeClient
-    from .harnesses.claude_code.driver import ClaudeCodeUnavailable
-    from .harnesses.codex.driver import CodexUnavailable
+    from .harnesses.native import HarnessUnavailable
 
     try:
         drivers, provider = build_drivers(args, harnesses)
-    except (CodexUnavailable, ClaudeCodeUnavailable) as exc:
+    except HarnessUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if provider is not None:

@@ -246,7 +246,8 @@ CODEX_WORKSPACE = {"exec_command", "write_stdin", "view_image", "get_weather"}
     ("gpt-5", CODEX_WORKSPACE),  # the fallback metadata of an unknown name has no apply_patch
 ])
 def test_codex_on_a_workspace_the_native_workspace_tools_stay(provider, tmp_path, model, workspace_tools):
-    from runtime.harnesses.codex.driver import CodexDriver, Provider
+    from runtime.harnesses.codex.config import Provider
+    from runtime.harnesses.codex.driver import CodexDriver
 
     driver = CodexDriver(Provider("scripted", provider.base_url + "/v1"), str(tmp_path / "state"), max_warm=0)
     try:
@@ -260,7 +261,8 @@ def test_codex_on_a_workspace_the_native_workspace_tools_stay(provider, tmp_path
 
 
 def test_claude_code_on_a_workspace_the_native_preset_runs_without_excluded_tools(provider, tmp_path):
-    from runtime.harnesses.claude_code.driver import ClaudeCodeDriver, Provider
+    from runtime.harnesses.claude_code.driver import ClaudeCodeDriver
+    from runtime.harnesses.claude_code.session import Provider
 
     driver = ClaudeCodeDriver(Provider("scripted", provider.base_url), str(tmp_path / "state"), max_warm=0)
     try:

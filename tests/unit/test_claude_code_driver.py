@@ -11,17 +11,9 @@ import time
 
 import pytest
 
-from runtime.harnesses.claude_code.driver import (
-    ClaudeCodeDriver,
-    ClaudeCodeUnavailable,
-    ClaudeTurn,
-    Provider,
-    check_inventory,
-    find_claude,
-    permission_callback,
-    sdk_options,
-)
+from runtime.harnesses.claude_code.driver import ClaudeCodeDriver, ClaudeCodeUnavailable, ClaudeTurn, find_claude
 from runtime.harnesses.claude_code.functions import FunctionsServer, result_content
+from runtime.harnesses.claude_code.session import Provider, check_inventory, permission_callback, sdk_options
 from runtime.harnesses.common import AdapterError
 from runtime.protocol import TurnChannel
 from tests.unit.claude_code_replay import ReplayClient, recorded

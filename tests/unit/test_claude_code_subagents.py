@@ -10,7 +10,8 @@ import asyncio
 
 from claude_agent_sdk._internal.message_parser import parse_message
 
-from runtime.harnesses.claude_code.driver import ClaudeTurn, Provider, sdk_options
+from runtime.harnesses.claude_code.driver import ClaudeTurn
+from runtime.harnesses.claude_code.session import Provider, sdk_options
 from runtime.protocol import TurnChannel
 from tests.unit.test_claude_code_driver import Recorder, _Session, start_message
 

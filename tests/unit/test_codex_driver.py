@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from runtime.harnesses.codex.driver import CodexDriver, CodexUnavailable, Provider, find_codex, result_content
+from runtime.harnesses.codex.config import Provider
+from runtime.harnesses.codex.driver import CodexDriver, CodexUnavailable, find_codex, result_content
 from runtime.protocol import TurnChannel
 
 REPLAY = pathlib.Path(__file__).with_name("codex_replay.py")

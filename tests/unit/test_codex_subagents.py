@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from runtime.harnesses.codex.driver import CodexDriver, Provider
+from runtime.harnesses.codex.config import Provider
+from runtime.harnesses.codex.driver import CodexDriver
 from tests.unit.test_codex_driver import exchange, run, start_message
 
 REPLAY = pathlib.Path(__file__).with_name("codex_subagent_replay.py")

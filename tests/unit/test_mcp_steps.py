@@ -69,7 +69,7 @@ def test_codex_waits_for_declared_servers_to_start_before_the_first_turn():
     import time
     import types
 
-    from runtime.harnesses.codex.driver import CodexSession
+    from runtime.harnesses.codex.session import CodexSession
 
     start = {"agent": {"tools": [{"type": "mcp", "server_label": "a"}, {"type": "mcp", "server_label": "b"}]}}
 
@@ -96,7 +96,7 @@ def test_codex_waits_for_declared_servers_to_start_before_the_first_turn():
 
 
 def test_a_required_server_that_did_not_start_is_named_with_its_reason():
-    from runtime.harnesses.codex.driver import readable_error
+    from runtime.harnesses.codex.session import readable_error
 
     native = ("4: error creating thread: Fatal error: Failed to initialize session: required MCP servers failed to "
               "initialize: tickets: handshaking with MCP server failed: Send message error Transport [codex_rmcp_client"

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from runtime.harnesses.claude_code import config as claude
-from runtime.harnesses.claude_code.driver import Provider, check_declared, sdk_options
+from runtime.harnesses.claude_code.session import Provider, check_declared, sdk_options
 from runtime.harnesses.codex import config as codex
-from runtime.harnesses.codex.driver import Provider as CodexProvider
-from runtime.harnesses.codex.driver import native_config
+from runtime.harnesses.codex.config import Provider as CodexProvider
+from runtime.harnesses.codex.config import native_config
 from runtime.harnesses.common import AdapterError, bearer_variables
 from tests.unit.helpers import http_mcp
 from tests.unit.test_adapters import start

@@ -15,7 +15,7 @@ import pytest
 
 from runtime.harnesses.claude_code import config as claude_code
 from runtime.harnesses.codex import config as codex
-from runtime.harnesses.codex.driver import Provider, native_config
+from runtime.harnesses.codex.config import Provider, native_config
 from runtime.harnesses.common import as_start
 from tests.unit.helpers import SELF_HOSTED, fn, http_mcp, resolve, session_body
 

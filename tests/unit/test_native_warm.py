@@ -4,7 +4,7 @@ Session that runs a Turn is never stopped, and a stopped Session starts again on
 import asyncio
 import threading
 
-from runtime.harnesses import NativeDriver, NativeTurn
+from runtime.harnesses.native import NativeDriver, NativeTurn
 from runtime.protocol import TurnChannel
 
 

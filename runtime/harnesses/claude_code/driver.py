@@ -1,6 +1,5 @@
 """The Claude Code driver: one `ClaudeSDKClient` (PyPI `claude-agent-sdk`, which bundles the native Claude
-Code CLI) per Session, with a private `CLAUDE_CONFIG_DIR` under the Runtime's state directory. The SDK
-options are the adapter's translation of the frozen snapshot (config.py).
+Code CLI) per Session (session.py), its Turns mapped to the Runtime protocol here.
 
 - The Session's functions are served by our own `mcp.server.Server` under the label `functions`
   (`functions.py`): eager definitions `anthropic/alwaysLoad: true`, deferred ones `false`; with tool
@@ -14,47 +13,40 @@ options are the adapter's translation of the frozen snapshot (config.py).
   "The adapter publishes the native result.result string unchanged as a completed final_answer message
   with the native tool-use ID; parent assistant prose keeps its own ID ... a missing structured call
   fails the result." `structured_output` is never serialized back to JSON.
-- Steering is a mid-turn query, cancel is `interrupt()`. The native session id is kept in the Session's
-  state directory: after a Runtime restart the next Turn resumes its history (`resume`).
+- Steering is a mid-turn query, cancel is `interrupt()`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import pathlib
-import re
-import subprocess
 import uuid
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ...protocol import TurnChannel, assistant_message
-from ...sandbox import INSIDE_OPT
-from .. import DEFAULT_MAX_WARM, NativeDriver, NativeTurn
-from ..common import AdapterError, bearer_variables, output_schema, tools_of
+from ...protocol import TurnChannel
+from ..common import output_schema, tools_of
+from ..native import (
+    DEFAULT_MAX_WARM,
+    HarnessUnavailable,
+    NativeDriver,
+    NativeTurn,
+    executable,
+    mcp_call,
+    version_output,
+)
 from . import config as adapter
-from .functions import FunctionsServer
+from .session import ClaudeSession, Provider
 
 log = logging.getLogger("runtime.claude_code")
-# Declared callbacks are auto-approved by allowed_tools on purpose; can_use_tool gates the rest.
-warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
 
-START_TIMEOUT = 60.0
-MCP_CONNECT_TIMEOUT = 30.0
-NATIVE_EFFORTS = ("low", "medium", "high", "xhigh", "max")  # the SDK's EffortLevel
 STRUCTURED_OUTPUT = "StructuredOutput"
 FUNCTION_PREFIX = f"mcp__{adapter.FUNCTIONS_SERVER}__"
-# Only loopback traffic to the model provider: no telemetry, error reports, update checks or other
-# nonessential requests (checked with strace on this machine kind).
-QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
-         "DISABLE_ERROR_REPORTING": "1"}
 
 
-class ClaudeCodeUnavailable(Exception):
+class ClaudeCodeUnavailable(HarnessUnavailable):
     """The Claude Agent SDK or its bundled CLI is missing or does not run: a Runtime start error."""
 
 
@@ -69,140 +61,11 @@ def find_claude(explicit: Optional[str] = None) -> str:
                 "The Claude Agent SDK is not installed: `pip install claude-agent-sdk==0.2.189` "
                 f"(make test installs it), or set CLAUDE_CODE_BIN. ({exc})") from None
         candidate = str(pathlib.Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude")
-    if not os.access(candidate, os.X_OK):
-        raise ClaudeCodeUnavailable(f"The Claude Code binary '{candidate}' is not an executable file.")
-    return candidate
+    return executable(candidate, "Claude Code", ClaudeCodeUnavailable)
 
 
 def claude_version(binary: str) -> str:
-    try:
-        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30, check=True)  # noqa: S603
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise ClaudeCodeUnavailable(f"The Claude Code binary '{binary}' does not run: {exc}") from None
-    return out.stdout.strip().split()[0]  # "2.1.332 (Claude Code)"
-
-
-@dataclass
-class Provider:
-    """Which model provider Claude Code talks to.
-
-    `scripted`: the embedded loopback provider (any key; nonessential traffic off, only loopback).
-    `anthropic`: the real Anthropic API with ANTHROPIC_API_KEY from the Runtime's environment and an
-    optional base URL.
-    """
-
-    kind: str  # "scripted" | "anthropic"
-    base_url: Optional[str] = None
-
-    def env(self) -> dict[str, str]:
-        out = {"DISABLE_AUTOUPDATER": "1"}  # the pinned CLI stays the one that runs
-        if self.base_url:
-            out["ANTHROPIC_BASE_URL"] = self.base_url
-        if self.kind == "scripted":
-            out.update(QUIET, ANTHROPIC_API_KEY="scripted")
-        return out
-
-
-# Variables the SDK itself sets on the CLI's environment, kept by a hosted sandbox's launcher.
-SDK_VARIABLES = ("CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION", "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
-                 "CLAUDE_CODE_STREAM_CLOSE_TIMEOUT", "MCP_TOOL_TIMEOUT")
-
-
-def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[FunctionsServer], *,
-                config_dir: pathlib.Path, cwd: pathlib.Path, binary: str, resume: Optional[str] = None,
-                box: Any = None, namespace: Any = None, launchers: Optional[pathlib.Path] = None) -> Any:
-    """ClaudeAgentOptions from the adapter's translation, the provider selection and the Session's state."""
-    from claude_agent_sdk import ClaudeAgentOptions
-    from claude_agent_sdk.types import McpSdkServerConfig
-
-    names, bearers = bearer_variables(start)
-    native = adapter.options(start, names)
-    servers: dict[str, Any] = {}
-    for label, entry in native["mcpServers"].items():
-        if label == adapter.FUNCTIONS_SERVER:
-            if functions is not None:
-                servers[label] = McpSdkServerConfig(type="sdk", name=label, instance=functions.server)
-        else:
-            servers[label] = dict(entry)
-    # Bearers reach the CLI through its environment only: argv holds `Bearer ${VAR}`, never the token.
-    env = {**provider.env(), **(native.get("env") or {}), **bearers, "CLAUDE_CONFIG_DIR": str(config_dir)}
-    if box is not None:
-        # A hosted Environment: the CLI runs in its sandbox through a launcher that keeps only these
-        # variables (the SDK merges the Runtime's whole environment into its child's); the model through
-        # the bridge, with a placeholder where the key was.
-        env = box.environ({**env, "CLAUDE_CONFIG_DIR": box.inside(config_dir),
-                           "ANTHROPIC_BASE_URL": box.provider_url("claude_code"),
-                           "ANTHROPIC_API_KEY": box.bridge_token})
-        binary = box.launcher("claude_code", f"{INSIDE_OPT}/claude_code/{pathlib.Path(binary).name}",
-                              [*env, *SDK_VARIABLES])
-        native["cwd"] = str(cwd)  # the process starts in the workspace's host directory, /workspace inside
-    elif namespace is not None:
-        # A shared Runtime: the CLI runs in a network namespace of its own (runtime.sandbox.HarnessNamespace):
-        # the model through the bridge with the namespace's token, the tenant's MCP servers through the egress
-        # proxy only.
-        env = namespace.environ({**env, "ANTHROPIC_BASE_URL": namespace.provider_url("claude_code"),
-                                 "ANTHROPIC_API_KEY": namespace.token("claude_code")})
-        binary = namespace.launcher("claude_code", binary, pathlib.Path(launchers or config_dir.parent))
-    kwargs: dict[str, Any] = {
-        "tools": native["tools"], "allowed_tools": list(native.get("allowedTools") or []),
-        "disallowed_tools": list(native.get("disallowedTools") or []), "mcp_servers": servers,
-        "setting_sources": [], "env": env, "cwd": str(native.get("cwd") or cwd), "cli_path": binary,
-        "model": start["agent"].get("model") or None, "resume": resume,
-        "can_use_tool": permission_callback(adapter._allowed_tools(start), set(servers)),
-        "stderr": lambda line: log.debug("claude: %s", line),
-        "forward_subagent_text": True}  # a Subagent's text, reported as its child Turn's Items
-    if "outputFormat" in native:
-        kwargs["output_format"] = native["outputFormat"]
-    effort = (start["agent"].get("reasoning") or {}).get("effort")
-    if effort in NATIVE_EFFORTS:  # other levels keep the native default: the Harness owns model policy
-        kwargs["effort"] = effort
-    return ClaudeAgentOptions(**kwargs)
-
-
-def permission_callback(allowed: list[str], servers: set[str]) -> Any:
-    """No native permission prompt ever reaches Core. A declared server's tools outside its
-    `allowed_tools` are refused (the adapter can hide unselected tools only on HTTP servers); the
-    native tools the placement keeps run without asking."""
-    from claude_agent_sdk.types import PermissionResultAllow, PermissionResultDeny
-
-    async def decide(name: str, arguments: dict[str, Any], context: Any) -> Any:
-        if name.startswith("mcp__"):
-            label = name.split("__")[1] if name.count("__") >= 2 else ""
-            if label in servers and name not in allowed and f"mcp__{label}" not in allowed:
-                return PermissionResultDeny(message=f"{name} is not among the Session's allowed tools.")
-        return PermissionResultAllow()
-    return decide
-
-
-def check_declared(label: str, declared: dict[str, Any], loaded: Optional[dict[str, Any]]) -> None:
-    """The server Claude Code connected is the declared one: URL or command and args, headers unchanged."""
-    if loaded is None:
-        return  # an older CLI that does not echo the configuration
-    for key in ("url", "headers", "command", "args"):
-        want, got = declared.get(key), loaded.get(key)
-        if key == "headers" and isinstance(want, dict) and isinstance(got, dict):
-            # The CLI echoes Authorization expanded (the bearer itself): compared without it, never logged.
-            want = {k: v for k, v in want.items() if k.lower() != "authorization"}
-            got = {k: v for k, v in got.items() if k.lower() != "authorization"}
-        if key in declared and key in loaded and got != want:
-            raise AdapterError(f"Declared MCP server '{label}' changed '{key}' in the configuration Claude Code "
-                               "loaded.")
-
-
-def check_inventory(label: str, tools: Optional[list[dict[str, Any]]]) -> None:
-    """"Claude accepts ... any tool name (the native client normalizes it, and the adapter rejects
-    normalized collisions), and requires static inventories": the tools a server listed when it connected
-    are its inventory, and no two of them may reach the model under one normalized name."""
-    if tools is None:
-        raise AdapterError(f"MCP server '{label}' reported no static tool inventory.")
-    seen: dict[str, str] = {}
-    for tool in tools:
-        name = str(tool.get("name", ""))
-        normalized = re.sub(r"[^a-zA-Z0-9_-]", "_", name)
-        if normalized in seen and seen[normalized] != name:
-            raise AdapterError(f"MCP server '{label}' tools '{seen[normalized]}' and '{name}' collide as "
-                               f"'{normalized}' in Claude Code.")
-        seen[normalized] = name
+    return version_output(binary, "Claude Code", ClaudeCodeUnavailable).split()[0]  # "2.1.332 (Claude Code)"
 
 
 def query_message(items: list[dict[str, Any]]) -> Any:
@@ -231,7 +94,7 @@ def _image_block(url: str) -> Optional[dict[str, Any]]:
 
 
 class ClaudeCodeDriver(NativeDriver):
-    harness = "claude_code"
+    harness, title = "claude_code", "Claude Code"
     stop_seconds = 20.0
 
     def __init__(self, provider: Provider, state_dir: str, binary: Optional[str] = None,
@@ -247,176 +110,6 @@ class ClaudeCodeDriver(NativeDriver):
                 session.current.finished.set()  # Core fails claimed Turns when the Runtime goes
         await super().stop_sessions()
         await asyncio.sleep(0)
-
-
-class ClaudeSession:
-    """One Session's native state: its config directory, its SDK client (one CLI process) and the
-    native session id it resumes."""
-
-    def __init__(self, driver: ClaudeCodeDriver, start: dict[str, Any]):
-        self.driver = driver
-        self.session_id = start["session_id"]
-        self.box = start.get("sandbox")  # a hosted Environment's sandbox (runtime.sandbox), or None
-        self.root = driver.state_dir / _safe(self.session_id) if self.box is None else \
-            self.box.session_dir("claude_code", self.session_id)
-        self.config_dir = self.root / "config"
-        self.config_dir.mkdir(parents=True, exist_ok=True)
-        if self.box is not None:
-            self.box._own(self.config_dir)
-            self.cwd = self.box.workspace  # where the process starts on this host; /workspace inside
-        else:
-            self.cwd = self.root / "work"  # environment none: a private empty directory
-            self.cwd.mkdir(exist_ok=True)
-        self.native_session: Optional[str] = self._saved()
-        self.functions = FunctionsServer(tools_of(start, "function"), self._tool_call) \
-            if tools_of(start, "function") else None
-        self.client: Any = None
-        self.current: Optional[ClaudeTurn] = None
-        self.lock = asyncio.Lock()
-        self._owner: Optional[asyncio.Task[None]] = None
-        self._stop: Optional[asyncio.Event] = None
-        self._bearers: dict[str, str] = {}  # the Vault bearers the running CLI was started with
-        self._idle: Optional[asyncio.TimerHandle] = None
-
-    # -- state -------------------------------------------------------------------------------------
-    def _saved(self) -> Optional[str]:
-        try:
-            return json.loads((self.root / "session.json").read_text())["native_session_id"]
-        except (OSError, ValueError, KeyError):
-            return None
-
-    def save(self, native_session: str) -> None:
-        if native_session and native_session != self.native_session:
-            self.native_session = native_session
-            (self.root / "session.json").write_text(json.dumps({"native_session_id": native_session}))
-
-    # -- the client --------------------------------------------------------------------------------
-    async def _ensure(self, start: dict[str, Any]) -> Any:
-        bearers = bearer_variables(start)[1]
-        if self.client is not None and self._owner is not None and not self._owner.done() and bearers != self._bearers:
-            await self.stop()  # a refreshed or rotated bearer: a new CLI resumes the native session
-        if self.client is not None and self._owner is not None and not self._owner.done():
-            return self.client
-        self._bearers = bearers
-        options = sdk_options(start, self.driver.provider, self.functions, config_dir=self.config_dir,
-                              cwd=self.cwd, binary=self.driver.binary, resume=self.native_session, box=self.box,
-                              namespace=start.get("namespace") if self.box is None else None,
-                              launchers=self.driver.state_dir)
-        connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._stop = asyncio.Event()
-        self._owner = asyncio.ensure_future(self._own(options, connected, self._stop))
-        client = await asyncio.wait_for(asyncio.shield(connected), START_TIMEOUT)
-        try:
-            await self._check_servers(client, start)
-        except BaseException:
-            await self.stop()
-            raise
-        return client
-
-    async def _own(self, options: Any, connected: asyncio.Future[Any], stop: asyncio.Event) -> None:
-        """Connect, read and disconnect in one task: the SDK's task group must not change tasks."""
-        factory = self.driver.client_factory
-        if factory is None:
-            from claude_agent_sdk import ClaudeSDKClient as factory  # noqa: N813
-        client = factory(options)
-        try:
-            await client.connect()
-        except Exception as exc:  # noqa: BLE001 - reported to the waiting start
-            if not connected.done():
-                connected.set_exception(AdapterError(f"Claude Code did not start: {exc}"[:400]))
-            return
-        self.client = client
-        connected.set_result(client)
-        reader = asyncio.ensure_future(self._read(client))
-        stopping = asyncio.ensure_future(stop.wait())
-        try:
-            await asyncio.wait([reader, stopping], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            reader.cancel()
-            stopping.cancel()
-            self.client = None
-            try:
-                await client.disconnect()
-            except Exception:  # noqa: BLE001 - the process is gone either way
-                log.debug("claude disconnect failed", exc_info=True)
-            turn = self.current
-            if turn is not None and not turn.done and not stop.is_set():
-                turn.channel.finish("turn.failed", error={"message": "The Claude Code process exited."})
-                turn.finished.set()
-
-    async def _read(self, client: Any) -> None:
-        try:
-            async for message in client.receive_messages():
-                turn = self.current
-                if turn is not None:
-                    turn.on_message(message)
-                else:
-                    log.debug("claude message outside a Turn: %s", type(message).__name__)
-        except Exception as exc:  # noqa: BLE001 - the process failed: the owner reports it
-            log.warning("claude stream ended: %s", exc)
-
-    async def _check_servers(self, client: Any, start: dict[str, Any]) -> None:
-        """"As locally, Claude runs on without the tools of an optional server that did not connect;
-        a required one fails the start." Servers connect after the CLI starts: wait (bounded) until
-        none of the declared ones is pending. A connected server keeps the URL or command and the
-        headers it was declared with, and has a static inventory."""
-        declared = {t["server_label"]: t for t in tools_of(start, "mcp")}
-        if not declared:
-            return
-        native = adapter.options(start, bearer_variables(start)[0])["mcpServers"]
-        deadline = asyncio.get_running_loop().time() + MCP_CONNECT_TIMEOUT
-        while True:
-            status = {s.get("name"): s for s in ((await client.get_mcp_status()) or {}).get("mcpServers") or []}
-            waiting = [label for label in declared if (status.get(label) or {}).get("status") == "pending"]
-            if not waiting or asyncio.get_running_loop().time() > deadline:
-                break
-            await asyncio.sleep(0.1)
-        for label, tool in declared.items():
-            server = status.get(label) or {"status": "missing"}
-            if server.get("status") == "connected":
-                check_declared(label, native[label], server.get("config"))
-                check_inventory(label, server.get("tools"))
-                continue
-            reason = server.get("error") or server.get("status")
-            if tool.get("required"):
-                raise AdapterError(f"Required MCP server '{label}' did not connect: {reason}")
-            log.warning("optional MCP server '%s' did not connect (%s): running without it", label, reason)
-
-    @property
-    def alive(self) -> bool:
-        return self.client is not None and self._owner is not None and not self._owner.done()
-
-    async def stop(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-        if self._owner is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(self._owner), 15)
-            except (TimeoutError, Exception):  # noqa: BLE001
-                self._owner.cancel()
-
-    async def _tool_call(self, tool_use_id: Optional[str], name: str, arguments: dict[str, Any]) -> Any:
-        turn = self.current
-        if turn is None or turn.done:
-            raise RuntimeError("No Turn is running in this Session.")
-        return await turn.on_tool_call(tool_use_id, name, arguments)
-
-    # -- a Turn --------------------------------------------------------------------------------------
-    async def run(self, turn: ClaudeTurn) -> None:
-        async with self.lock:
-            if self._idle is not None:
-                self._idle.cancel()
-            self.current = turn
-            try:
-                await turn.run()
-            except (TimeoutError, AdapterError, OSError) as exc:
-                turn.channel.finish("turn.failed", error={"message": str(exc)[:400] or type(exc).__name__})
-            except Exception as exc:  # noqa: BLE001 - a driver bug fails this Turn only
-                log.exception("claude turn %s failed", turn.channel.turn_id)
-                turn.channel.finish("turn.failed", error={"message": f"The Claude Code driver failed: {exc}"[:400]})
-            finally:
-                self.current = None
-                self._idle = self.driver.idle_later(self)
 
 
 @dataclass
@@ -442,10 +135,10 @@ class _Structured:
 
 
 class ClaudeTurn(NativeTurn):
+    session: ClaudeSession
+
     def __init__(self, session: ClaudeSession, start: dict[str, Any], channel: TurnChannel):
-        self.session = session
-        self.start = start
-        self.channel = channel
+        super().__init__(session, start, channel)
         self.schema = output_schema(start)
         self.calls: dict[str, _Call] = {}
         self.tool_uses: dict[str, str] = {}  # native tool-use id -> tool name, for ids the handler lacks
@@ -455,11 +148,7 @@ class ClaudeTurn(NativeTurn):
         self.texts_in: dict[str, int] = {}
         self.sent: list[str] = []  # uuids of the native user messages this Turn sent
         self.taken: set[str] = set()  # ... and those the native results took in
-        self.cancel_requested = False
-        self.querying = False
-        self.last_error: Optional[str] = None
-        self.finished = asyncio.Event()
-        self._early: list[dict[str, Any]] = []  # steering that arrived before the first query went out
+        self.querying = False  # the first query went out
         # Subagents (the Agent tool): the spawning tool-use id -> {"task": task id, "turn": minted child turn id};
         # Claude Code has no child turn id, so one is minted per child task.
         self.tasks: dict[str, dict[str, str]] = {}
@@ -469,19 +158,16 @@ class ClaudeTurn(NativeTurn):
         self.background = False
 
     # -- the Turn --------------------------------------------------------------------------------------
-    async def run(self) -> None:
-        client = await self.session._ensure(self.start)
-        if self.cancel_requested:
-            self.channel.finish("turn.cancelled")
-            return
+    @property
+    def started(self) -> bool:
+        return self.querying
+
+    async def _begin(self, client: Any) -> None:
         await self._query(client, query_message(self.start.get("input") or []))
         self.querying = True
-        for item in self._early:  # steering that arrived while the process started
-            await self._query(client, query_message([item]))
-        self._early.clear()
-        if self.cancel_requested:  # cancelled while the query was being sent
-            await self._cancel()
-        await self.finished.wait()
+
+    async def _send_early(self, client: Any, item: dict[str, Any]) -> None:
+        await self._query(client, query_message([item]))
 
     async def _query(self, client: Any, content: Any) -> None:
         """One native user message with its own uuid: results name the uuids they took in, so the Turn
@@ -501,19 +187,15 @@ class ClaudeTurn(NativeTurn):
             return  # unknown here, or a redelivered result: a no-op
         call.future.set_result(result)
 
-    async def _steer(self, item: dict[str, Any]) -> None:
-        if not self.querying:
-            self._early.append(item)
-            return
+    async def _steer_now(self, item: dict[str, Any]) -> None:
         client = self.session.client
         if self.done or client is None:
             return
         await self._query(client, query_message([item]))
 
-    async def _cancel(self) -> None:
-        self.cancel_requested = True
+    async def _interrupt(self) -> None:
         client = self.session.client
-        if self.querying and client is not None and not self.done:
+        if client is not None and not self.done:
             try:
                 await client.interrupt()
             except Exception as exc:  # noqa: BLE001
@@ -586,11 +268,7 @@ class ClaudeTurn(NativeTurn):
                 self._mcp_started(block, task["turn"])
             elif isinstance(block, TextBlock) and block.text:
                 item_id = native_id if index == 0 else f"{native_id}_{index}"
-                self.channel.emit_batch([
-                    ("turn.item.added", {"child_turn_id": task["turn"],
-                                         "item": assistant_message(item_id, "commentary", "in_progress", None)}),
-                    ("turn.item.done", {"child_turn_id": task["turn"],
-                                        "item": assistant_message(item_id, "commentary", "completed", block.text)})])
+                self.child_message(task["turn"], item_id, "commentary", block.text)
 
     def _unserved(self, name: str) -> str:
         for tool_use_id, native in reversed(list(self.tool_uses.items())):
@@ -661,10 +339,7 @@ class ClaudeTurn(NativeTurn):
             # The receipt: the native result appeared after the handler returned the admitted result,
             # and is not the error Claude Code synthesizes for an interrupted call.
             answered = call.answer is not None and bool(block.is_error) == (not call.answer.get("success", True))
-            if answered:
-                self.channel.emit("turn.tool_result.applied", call_id=block.tool_use_id)
-            else:
-                self.channel.emit("turn.call.abandoned", call_id=block.tool_use_id)
+            self.receipt(block.tool_use_id, answered)
 
     def _mcp_started(self, block: Any, child_turn: Optional[str] = None) -> None:
         """A call of a declared MCP server's tool (`mcp__LABEL__TOOL`, split on the declared label, not on
@@ -673,8 +348,7 @@ class ClaudeTurn(NativeTurn):
         label = max((x for x in labels if block.name.startswith(f"mcp__{x}__")), key=len, default=None)
         if label is None:
             return
-        item = {"id": block.id, "type": "mcp_call", "server_label": label, "name": block.name[len(f"mcp__{label}__"):],
-                "arguments": block.input, "output": None, "error": None, "status": "in_progress"}
+        item = mcp_call(block.id, label, block.name[len(f"mcp__{label}__"):], block.input)
         self.mcp_uses[block.id] = item
         if child_turn:  # a Subagent's MCP call is an mcp_call Item in the child's history
             self.channel.emit("turn.item.added", item=dict(item), child_turn_id=child_turn)
@@ -717,7 +391,7 @@ class ClaudeTurn(NativeTurn):
         for call_id, call in self.calls.items():  # calls the native Turn ended without a result
             if not call.settled:
                 call.settled = True
-                self.channel.emit("turn.call.abandoned", call_id=call_id)
+                self.abandon(call_id)
         if self.cancel_requested:
             self._release("commentary")
             self.channel.finish("turn.cancelled")
@@ -739,8 +413,4 @@ class ClaudeTurn(NativeTurn):
             self._release("final_answer")
             self.channel.finish("turn.completed")
         self.finished.set()
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)[:120]
 

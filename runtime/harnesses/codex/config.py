@@ -22,10 +22,14 @@ most catalog models are `tool_mode: "code_mode_only"` (every tool behind `exec`,
 (`experimental_supported_tools`: clock, send_user_message_async). `catalog_overrides` says which
 catalog fields a Session needs changed; the driver writes a copy of the bundled catalog with them and
 points `model_catalog_json` at it (config.toml only: the per-thread config does not read it).
+
+The Session's config.toml is `native_config` (this translation plus the model provider); `dynamic_tools` are
+thread/start's functions, `turn_start_params` a root turn/start's parameters.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import tomli_w
@@ -198,3 +202,81 @@ def turn_params(start: dict[str, Any], *, subagent: bool = False) -> dict[str, A
     if schema is None or subagent:
         return {}
     return {"outputSchema": schema}
+
+
+@dataclass
+class Provider:
+    """Which model provider Codex talks to.
+
+    `scripted`: the embedded loopback provider (no key; network-off features, only loopback traffic).
+    `openai`: the real OpenAI Responses API with OPENAI_API_KEY (optional base URL); native behaviour
+    for undeclared servers, apps and plugins is kept.
+    """
+
+    kind: str  # "scripted" | "openai"
+    base_url: str
+    env_key: Optional[str] = None
+
+    def native(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": self.kind, "base_url": self.base_url, "wire_api": "responses"}
+        if self.env_key:
+            entry["env_key"] = self.env_key
+        if self.kind == "scripted":
+            entry.update(request_max_retries=0, stream_max_retries=0)
+        out: dict[str, Any] = {"model_provider": "agents_core", "model_providers": {"agents_core": entry}}
+        if self.kind == "scripted":
+            out["features"] = {"plugins": False, "apps": False, "remote_plugin": False}
+        return out
+
+
+def native_config(start: dict[str, Any], provider: Provider, catalog: Optional[str] = None,
+                  credentials: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    """config.toml: the adapter's translation of the snapshot plus the provider selection; `catalog`
+    is the path of this Session's model catalog, when it needs one; `credentials`: server label -> the
+    variable holding its bearer (the name only)."""
+    native = session_config(start, credentials)
+    merged: dict[str, Any] = {"model": start["agent"]["model"], "approval_policy": "never", **native}
+    if catalog:
+        merged["model_catalog_json"] = catalog
+    for key, value in provider.native().items():
+        if key == "features":
+            merged["features"] = {**value, **(merged.get("features") or {})}
+        else:
+            merged[key] = value
+    verbosity = (start.get("execution_controls") or {}).get("verbosity")
+    if verbosity:
+        merged["model_verbosity"] = verbosity
+    return merged
+
+
+def dynamic_tools(start: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"type": "function", "name": t["name"], "description": t.get("description") or "",
+             "inputSchema": t["parameters"], "deferLoading": bool(t.get("defer_loading"))}
+            for t in tools_of(start, "function")]
+
+
+def user_input(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """A user message Item's content as native UserInput parts."""
+    parts: list[dict[str, Any]] = []
+    for part in item.get("content") or []:
+        if part.get("type") == "input_text":
+            parts.append({"type": "text", "text": part["text"], "text_elements": []})
+        elif part.get("type") == "input_image" and part.get("image_url"):
+            parts.append({"type": "image", "url": part["image_url"]})
+    return parts
+
+
+def turn_start_params(start: dict[str, Any], thread_id: str) -> dict[str, Any]:
+    params: dict[str, Any] = {"threadId": thread_id,
+                              "input": [p for item in start.get("input", []) for p in user_input(item)]}
+    params.update(turn_params(start))  # outputSchema, unchanged, on every root Turn
+    params.update(turn_environment(start))  # environments: [] on none, every Turn (resume drops it)
+    agent = start["agent"]
+    reasoning = agent.get("reasoning") or {}
+    if reasoning.get("effort"):
+        params["effort"] = reasoning["effort"]
+    if reasoning.get("summary"):
+        params["summary"] = reasoning["summary"]
+    if agent.get("service_tier"):
+        params["serviceTier"] = agent["service_tier"]
+    return params

@@ -16,8 +16,9 @@ import logging
 import time
 from typing import Any, Optional
 
-from .driver import START_TIMEOUT, CodexDriver, CodexSession
+from .driver import CodexDriver
 from .rpc import RpcError
+from .session import START_TIMEOUT, CodexSession
 
 log = logging.getLogger("runtime.codex.executor")
 

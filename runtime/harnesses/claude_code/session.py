@@ -1,0 +1,297 @@
+"""A Claude Code Session's process: one `ClaudeSDKClient` (PyPI `claude-agent-sdk`, which bundles the native
+Claude Code CLI) with a private `CLAUDE_CONFIG_DIR` under the Runtime's state directory. The SDK options are
+the adapter's translation of the frozen snapshot (config.py) with the provider selection (`sdk_options`).
+
+- The Session's functions are served by our own MCP server under the label `functions` (functions.py).
+- Declared MCP servers are checked once they connected: the URL or command and headers they were declared
+  with, and a static inventory; a required one that did not connect fails the start.
+- The native session id is kept in the Session's state directory: after a Runtime restart the next Turn
+  resumes its history (`resume`). A refreshed or rotated Vault bearer starts a new CLI that resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pathlib
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from ...sandbox import INSIDE_OPT
+from ..common import AdapterError, bearer_variables, tools_of
+from ..native import NativeDriver, NativeSession
+from . import config as adapter
+from .functions import FunctionsServer
+
+log = logging.getLogger("runtime.claude_code")
+# Declared callbacks are auto-approved by allowed_tools on purpose; can_use_tool gates the rest.
+warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
+
+START_TIMEOUT = 60.0
+MCP_CONNECT_TIMEOUT = 30.0
+NATIVE_EFFORTS = ("low", "medium", "high", "xhigh", "max")  # the SDK's EffortLevel
+
+# Only loopback traffic to the model provider: no telemetry, error reports, update checks or other
+# nonessential requests (checked with strace on this machine kind).
+QUIET = {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1",
+         "DISABLE_ERROR_REPORTING": "1"}
+
+
+@dataclass
+class Provider:
+    """Which model provider Claude Code talks to.
+
+    `scripted`: the embedded loopback provider (any key; nonessential traffic off, only loopback).
+    `anthropic`: the real Anthropic API with ANTHROPIC_API_KEY from the Runtime's environment and an
+    optional base URL.
+    """
+
+    kind: str  # "scripted" | "anthropic"
+    base_url: Optional[str] = None
+
+    def env(self) -> dict[str, str]:
+        out = {"DISABLE_AUTOUPDATER": "1"}  # the pinned CLI stays the one that runs
+        if self.base_url:
+            out["ANTHROPIC_BASE_URL"] = self.base_url
+        if self.kind == "scripted":
+            out.update(QUIET, ANTHROPIC_API_KEY="scripted")
+        return out
+
+
+# Variables the SDK itself sets on the CLI's environment, kept by a hosted sandbox's launcher.
+SDK_VARIABLES = ("CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION", "CLAUDE_CODE_ENABLE_SDK_FILE_CHECKPOINTING",
+                 "CLAUDE_CODE_STREAM_CLOSE_TIMEOUT", "MCP_TOOL_TIMEOUT")
+
+
+def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[FunctionsServer], *,
+                config_dir: pathlib.Path, cwd: pathlib.Path, binary: str, resume: Optional[str] = None,
+                box: Any = None, namespace: Any = None, launchers: Optional[pathlib.Path] = None) -> Any:
+    """ClaudeAgentOptions from the adapter's translation, the provider selection and the Session's state."""
+    from claude_agent_sdk import ClaudeAgentOptions
+    from claude_agent_sdk.types import McpSdkServerConfig
+
+    names, bearers = bearer_variables(start)
+    native = adapter.options(start, names)
+    servers: dict[str, Any] = {}
+    for label, entry in native["mcpServers"].items():
+        if label == adapter.FUNCTIONS_SERVER:
+            if functions is not None:
+                servers[label] = McpSdkServerConfig(type="sdk", name=label, instance=functions.server)
+        else:
+            servers[label] = dict(entry)
+    # Bearers reach the CLI through its environment only: argv holds `Bearer ${VAR}`, never the token.
+    env = {**provider.env(), **(native.get("env") or {}), **bearers, "CLAUDE_CONFIG_DIR": str(config_dir)}
+    if box is not None:
+        # A hosted Environment: the CLI runs in its sandbox through a launcher that keeps only these
+        # variables (the SDK merges the Runtime's whole environment into its child's); the model through
+        # the bridge, with a placeholder where the key was.
+        env = box.environ({**env, "CLAUDE_CONFIG_DIR": box.inside(config_dir),
+                           "ANTHROPIC_BASE_URL": box.provider_url("claude_code"),
+                           "ANTHROPIC_API_KEY": box.bridge_token})
+        binary = box.launcher("claude_code", f"{INSIDE_OPT}/claude_code/{pathlib.Path(binary).name}",
+                              [*env, *SDK_VARIABLES])
+        native["cwd"] = str(cwd)  # the process starts in the workspace's host directory, /workspace inside
+    elif namespace is not None:
+        # A shared Runtime: the CLI runs in a network namespace of its own (runtime.sandbox.HarnessNamespace):
+        # the model through the bridge with the namespace's token, the tenant's MCP servers through the egress
+        # proxy only.
+        env = namespace.environ({**env, "ANTHROPIC_BASE_URL": namespace.provider_url("claude_code"),
+                                 "ANTHROPIC_API_KEY": namespace.token("claude_code")})
+        binary = namespace.launcher("claude_code", binary, pathlib.Path(launchers or config_dir.parent))
+    kwargs: dict[str, Any] = {
+        "tools": native["tools"], "allowed_tools": list(native.get("allowedTools") or []),
+        "disallowed_tools": list(native.get("disallowedTools") or []), "mcp_servers": servers,
+        "setting_sources": [], "env": env, "cwd": str(native.get("cwd") or cwd), "cli_path": binary,
+        "model": start["agent"].get("model") or None, "resume": resume,
+        "can_use_tool": permission_callback(adapter._allowed_tools(start), set(servers)),
+        "stderr": lambda line: log.debug("claude: %s", line),
+        "forward_subagent_text": True}  # a Subagent's text, reported as its child Turn's Items
+    if "outputFormat" in native:
+        kwargs["output_format"] = native["outputFormat"]
+    effort = (start["agent"].get("reasoning") or {}).get("effort")
+    if effort in NATIVE_EFFORTS:  # other levels keep the native default: the Harness owns model policy
+        kwargs["effort"] = effort
+    return ClaudeAgentOptions(**kwargs)
+
+
+def permission_callback(allowed: list[str], servers: set[str]) -> Any:
+    """No native permission prompt ever reaches Core. A declared server's tools outside its
+    `allowed_tools` are refused (the adapter can hide unselected tools only on HTTP servers); the
+    native tools the placement keeps run without asking."""
+    from claude_agent_sdk.types import PermissionResultAllow, PermissionResultDeny
+
+    async def decide(name: str, arguments: dict[str, Any], context: Any) -> Any:
+        if name.startswith("mcp__"):
+            label = name.split("__")[1] if name.count("__") >= 2 else ""
+            if label in servers and name not in allowed and f"mcp__{label}" not in allowed:
+                return PermissionResultDeny(message=f"{name} is not among the Session's allowed tools.")
+        return PermissionResultAllow()
+    return decide
+
+
+def check_declared(label: str, declared: dict[str, Any], loaded: Optional[dict[str, Any]]) -> None:
+    """The server Claude Code connected is the declared one: URL or command and args, headers unchanged."""
+    if loaded is None:
+        return  # an older CLI that does not echo the configuration
+    for key in ("url", "headers", "command", "args"):
+        want, got = declared.get(key), loaded.get(key)
+        if key == "headers" and isinstance(want, dict) and isinstance(got, dict):
+            # The CLI echoes Authorization expanded (the bearer itself): compared without it, never logged.
+            want = {k: v for k, v in want.items() if k.lower() != "authorization"}
+            got = {k: v for k, v in got.items() if k.lower() != "authorization"}
+        if key in declared and key in loaded and got != want:
+            raise AdapterError(f"Declared MCP server '{label}' changed '{key}' in the configuration Claude Code "
+                               "loaded.")
+
+
+def check_inventory(label: str, tools: Optional[list[dict[str, Any]]]) -> None:
+    """"Claude accepts ... any tool name (the native client normalizes it, and the adapter rejects
+    normalized collisions), and requires static inventories": the tools a server listed when it connected
+    are its inventory, and no two of them may reach the model under one normalized name."""
+    if tools is None:
+        raise AdapterError(f"MCP server '{label}' reported no static tool inventory.")
+    seen: dict[str, str] = {}
+    for tool in tools:
+        name = str(tool.get("name", ""))
+        normalized = re.sub(r"[^a-zA-Z0-9_-]", "_", name)
+        if normalized in seen and seen[normalized] != name:
+            raise AdapterError(f"MCP server '{label}' tools '{seen[normalized]}' and '{name}' collide as "
+                               f"'{normalized}' in Claude Code.")
+        seen[normalized] = name
+
+
+class ClaudeSession(NativeSession):
+    """One Session's native state: its config directory, its SDK client (one CLI process) and the
+    native session id it resumes."""
+
+    state_file, state_key = "session.json", "native_session_id"
+    failures = (TimeoutError, AdapterError, OSError)
+
+    def __init__(self, driver: NativeDriver, start: dict[str, Any]):
+        super().__init__(driver, start)
+        self.config_dir = self.root / "config"
+        self.config_dir.mkdir(parents=True, exist_ok=True)
+        if self.box is not None:
+            self.box._own(self.config_dir)
+            self.cwd = self.box.workspace  # where the process starts on this host; /workspace inside
+        else:
+            self.cwd = self.root / "work"  # environment none: a private empty directory
+            self.cwd.mkdir(exist_ok=True)
+        self.native_session: Optional[str] = self.saved_id()
+        self.functions = FunctionsServer(tools_of(start, "function"), self._tool_call) \
+            if tools_of(start, "function") else None
+        self.client: Any = None
+        self._owner: Optional[asyncio.Task[None]] = None
+        self._stop: Optional[asyncio.Event] = None
+
+    def save(self, native_session: str) -> None:
+        if native_session and native_session != self.native_session:
+            self.native_session = native_session
+            self.keep_id(native_session)
+
+    # -- the client --------------------------------------------------------------------------------
+    async def _ensure(self, start: dict[str, Any]) -> Any:
+        if await self.reuse(bearer_variables(start)[1]):
+            return self.client
+        options = sdk_options(start, self.driver.provider, self.functions, config_dir=self.config_dir,
+                              cwd=self.cwd, binary=self.driver.binary, resume=self.native_session, box=self.box,
+                              namespace=start.get("namespace") if self.box is None else None,
+                              launchers=self.driver.state_dir)
+        connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._owner = asyncio.ensure_future(self._own(options, connected, self._stop))
+        client = await asyncio.wait_for(asyncio.shield(connected), START_TIMEOUT)
+        try:
+            await self._check_servers(client, start)
+        except BaseException:
+            await self.stop()
+            raise
+        return client
+
+    async def _own(self, options: Any, connected: asyncio.Future[Any], stop: asyncio.Event) -> None:
+        """Connect, read and disconnect in one task: the SDK's task group must not change tasks."""
+        factory = self.driver.client_factory
+        if factory is None:
+            from claude_agent_sdk import ClaudeSDKClient as factory  # noqa: N813
+        client = factory(options)
+        try:
+            await client.connect()
+        except Exception as exc:  # noqa: BLE001 - reported to the waiting start
+            if not connected.done():
+                connected.set_exception(AdapterError(f"Claude Code did not start: {exc}"[:400]))
+            return
+        self.client = client
+        connected.set_result(client)
+        reader = asyncio.ensure_future(self._read(client))
+        stopping = asyncio.ensure_future(stop.wait())
+        try:
+            await asyncio.wait([reader, stopping], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            reader.cancel()
+            stopping.cancel()
+            self.client = None
+            try:
+                await client.disconnect()
+            except Exception:  # noqa: BLE001 - the process is gone either way
+                log.debug("claude disconnect failed", exc_info=True)
+            if self.current is not None and not stop.is_set():
+                self.current.fail("The Claude Code process exited.")
+
+    async def _read(self, client: Any) -> None:
+        try:
+            async for message in client.receive_messages():
+                turn = self.current
+                if turn is not None:
+                    turn.on_message(message)
+                else:
+                    log.debug("claude message outside a Turn: %s", type(message).__name__)
+        except Exception as exc:  # noqa: BLE001 - the process failed: the owner reports it
+            log.warning("claude stream ended: %s", exc)
+
+    async def _check_servers(self, client: Any, start: dict[str, Any]) -> None:
+        """"As locally, Claude runs on without the tools of an optional server that did not connect;
+        a required one fails the start." Servers connect after the CLI starts: wait (bounded) until
+        none of the declared ones is pending. A connected server keeps the URL or command and the
+        headers it was declared with, and has a static inventory."""
+        declared = {t["server_label"]: t for t in tools_of(start, "mcp")}
+        if not declared:
+            return
+        native = adapter.options(start, bearer_variables(start)[0])["mcpServers"]
+        deadline = asyncio.get_running_loop().time() + MCP_CONNECT_TIMEOUT
+        while True:
+            status = {s.get("name"): s for s in ((await client.get_mcp_status()) or {}).get("mcpServers") or []}
+            waiting = [label for label in declared if (status.get(label) or {}).get("status") == "pending"]
+            if not waiting or asyncio.get_running_loop().time() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        for label, tool in declared.items():
+            server = status.get(label) or {"status": "missing"}
+            if server.get("status") == "connected":
+                check_declared(label, native[label], server.get("config"))
+                check_inventory(label, server.get("tools"))
+                continue
+            reason = server.get("error") or server.get("status")
+            if tool.get("required"):
+                raise AdapterError(f"Required MCP server '{label}' did not connect: {reason}")
+            log.warning("optional MCP server '%s' did not connect (%s): running without it", label, reason)
+
+    @property
+    def alive(self) -> bool:
+        return self.client is not None and self._owner is not None and not self._owner.done()
+
+    async def stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self._owner is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._owner), 15)
+            except (TimeoutError, Exception):  # noqa: BLE001
+                self._owner.cancel()
+
+    async def _tool_call(self, tool_use_id: Optional[str], name: str, arguments: dict[str, Any]) -> Any:
+        turn = self.current
+        if turn is None or turn.done:
+            raise RuntimeError("No Turn is running in this Session.")
+        return await turn.on_tool_call(tool_use_id, name, arguments)
