@@ -1,8 +1,9 @@
 """The DynamoDB store: the only module that touches boto3.
 
-One table (keys PK/SK, GSI1 GSI1PK/GSI1SK). Every tenant-owned key starts with the tenant id, so a
-foreign id is simply absent (404). Every state change is one TransactWriteItems with condition
-expressions, and the same transaction writes its outbox record (commit first, publish after).
+One table (keys PK/SK, GSI1 GSI1PK/GSI1SK; every key and prefix is built by `keys`). Every tenant-owned
+key starts with the tenant id, so a foreign id is simply absent (404). Every state change is one
+TransactWriteItems with condition expressions, and the same transaction writes its outbox record (commit
+first, publish after).
 AWS errors become domain errors here.
 """
 
@@ -22,9 +23,7 @@ from agents_contract.errors import AgentsError, Conflict, InvalidRequest, NotFou
 
 from .attributes import TypeDeserializer, TypeSerializer
 from .aws import botocore_session
-from .keys import GSI1PK, GSI1SK, PK, SK, address, api_key, item_sk, outbox_sk  # noqa: F401 TEMPORARY
-from .keys import session as session_key  # noqa: F401 TEMPORARY
-from .keys import session_partition as session_pk  # noqa: F401 TEMPORARY
+from .keys import GSI1PK, GSI1SK, PK, SK, address, api_key
 from .observability import logger
 from .settings import get_settings
 
