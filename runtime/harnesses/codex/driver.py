@@ -383,7 +383,8 @@ class CodexTurn(NativeTurn):
         if call is None:
             return
         # The receipt: the native tool result that appeared in the live Turn is the one we answered.
-        self.receipt(str(item["id"]), call.answer is not None and item.get("contentItems") == call.answer["contentItems"])
+        answered = call.answer is not None and item.get("contentItems") == call.answer["contentItems"]
+        self.receipt(str(item["id"]), answered)
 
     def _release_held(self, phase: str) -> None:
         if self.held is not None:
