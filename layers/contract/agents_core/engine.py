@@ -142,6 +142,13 @@ class Draft:
         self.dirty = False
         # Why the Session failed, when its failed Turn says (e.g. its Environment's failure); None: the generic one.
         self.error: Optional[str] = item.get("error")
+        # A hosted Environment in this commit: the Session create writes its Environment (`environment_in_commit`),
+        # dispatch read its row (`hosted_environment`), and a Turn claimed here binds it to a host (`bound_host`).
+        self.environment_in_commit = False
+        self.hosted_environment: Optional[dict[str, Any]] = None
+        self.bound_host: Optional[str] = None
+        # The Session's pending function calls' JSON size so far (stored plus added in this commit), once read.
+        self.required_actions_bytes: Optional[int] = None
 
     # -- reads ---------------------------------------------------------------------------------
     @property

@@ -327,8 +327,8 @@ def bind_host(draft: engine.Draft, env_id: str, env: Optional[dict[str, Any]], h
     that writes its Environment in the same commit folds the binding into that write (`bound_host`)."""
     member = {**keys.host_environment(host_id, env_id), "kind": "host_environment", "tenant": draft.tenant,
               "environment_id": env_id, "host_id": host_id}
-    if draft.__dict__.get("env_in_commit"):
-        draft.__dict__["bound_host"] = host_id
+    if draft.environment_in_commit:
+        draft.bound_host = host_id
         draft.tx.put(member)
         return
     if env is None or env.get("host_id") == host_id:
@@ -582,7 +582,7 @@ def announce(draft: engine.Draft, environment: dict[str, Any], reused: Optional[
     claimed in this commit binds the Environment through this commit's own write of it (`bind_host`)."""
     if environment.get("type") != "openai_hosted":
         return
-    draft.__dict__["env_in_commit"] = True
+    draft.environment_in_commit = True
     env_id = session_environment_id(draft.session_id, environment)
     status = reused["status"] if reused is not None else "pending"
     if status == "pending":
@@ -593,7 +593,7 @@ def write_for_session(tx: Any, draft: engine.Draft, environment: dict[str, Any],
                       reused: Optional[dict[str, Any]]) -> None:
     """The Environment write of a Session create: its own new Environment, or the named one, which now
     reports to this Session (its most recent); either carries the host a Turn claimed in this commit."""
-    host = draft.__dict__.get("bound_host")
+    host = draft.bound_host
     if reused is not None:
         sets, cond = "SET session_id = :s", "attribute_exists(PK) AND NOT #st IN (:e, :f)"
         values: dict[str, Any] = {":s": draft.session_id, ":e": "expired", ":f": "failed"}

@@ -59,7 +59,7 @@ def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any])
     draft.emit_turn("agent.session.turn.in_progress", turn)
     if runtime.get("runtime_kind") == "hosted":  # its Environment's workspace lives on this host from now on
         env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
-        environments.bind_host(draft, env_id, draft.__dict__.get("hosted_env"), runtime["host_id"])  # type: ignore[arg-type]
+        environments.bind_host(draft, env_id, draft.hosted_environment, runtime["host_id"])  # type: ignore[arg-type]
     if environments.clear_connection_action(draft) and draft.status == "requires_action" \
             and not draft.required_actions:
         draft.status = "in_progress"  # the Environment connected: the waiting input runs
@@ -75,11 +75,11 @@ def _candidates(draft: engine.Draft, required: frozenset[str]) -> list[dict[str,
     host_id = None
     if where == "openai_hosted":  # bound to the host that holds its workspace, once one claimed a Turn of it
         env = draft.store.get(keys.environment(draft.tenant, env_id))  # type: ignore[arg-type]
-        draft.__dict__["hosted_env"] = env
-        if (env is None and not draft.__dict__.get("env_in_commit")) or \
+        draft.hosted_environment = env
+        if (env is None and not draft.environment_in_commit) or \
                 (env is not None and env.get("status") not in environments.LIVE):
             return []  # expired, failed or deleted: nothing runs in it again
-        host_id = (env or {}).get("host_id") or draft.__dict__.get("bound_host")
+        host_id = (env or {}).get("host_id") or draft.bound_host
     return eligible_runtimes(draft.store, draft.snapshot.harness, required, where, env_id, host_id)
 
 

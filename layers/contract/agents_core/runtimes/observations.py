@@ -468,7 +468,9 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
                        "bytes of JSON.", param="arguments")
     action = resources.function_call_action(call_id, name, arguments, turn.id)  # type: ignore[arg-type]
     # The pending actions' size so far: the stored JSON plus what this commit added (no re-encoding).
-    held = draft.__dict__.setdefault("ra_bytes", len((draft.item.get("required_actions") or "[]").encode()))
+    if draft.required_actions_bytes is None:
+        draft.required_actions_bytes = len((draft.item.get("required_actions") or "[]").encode())
+    held = draft.required_actions_bytes
     added = len(encoded.encode()) + len(call_id) + len(name) + len(turn.id) + 96  # type: ignore[arg-type]
     if not turn.cancel_requested and held + added > REQUIRED_ACTIONS_BYTES:
         raise Rejected(f"Invalid 'arguments': the Session's pending function calls hold at most "
@@ -494,7 +496,7 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
     if turn.cancel_requested:
         return
     draft.required_actions = [*draft.required_actions, action]
-    draft.ra_bytes = held + added  # type: ignore[attr-defined]
+    draft.required_actions_bytes = held + added
     if turn.status != "waiting":
         turn.set(status="waiting")  # there is no Turn waiting event
         draft.active_turn = {**(draft.active_turn or {}), "status": "waiting"}
