@@ -6,7 +6,8 @@ saved reference resolution, Harness declaration check -> 400 before anything is 
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_core import agents, environments, sessions, vaults
+from agents_core import agents, sessions, vaults
+from agents_core.environments import enrollment, hosted_preparation
 from agents_core.observability import logger, metrics
 from agents_core.store import default_store
 from agents_core.transport.http import body, entrypoint, json_response, new_app, tenant
@@ -28,14 +29,14 @@ def create_stream_ticket(session_id: str):
 @app.post("/v1/agents/environments")
 def create_environment():
     """An openai_hosted Environment apart from any Session (Sessions name it with environment_id)."""
-    return json_response(201, environments.create(default_store(), tenant(app), body(app)))
+    return json_response(201, hosted_preparation.create(default_store(), tenant(app), body(app)))
 
 
 @app.post("/v1/agents/environments/<environment_id>/enrollments")
 def create_enrollment(environment_id: str):
     """Extension: an enrollment connects a machine as this self_hosted Environment's Runtime."""
     raw = app.current_event.raw_event.get("body")
-    return json_response(201, environments.enroll(default_store(), tenant(app), environment_id,
+    return json_response(201, enrollment.enroll(default_store(), tenant(app), environment_id,
                                                   body(app) if raw else None))
 
 

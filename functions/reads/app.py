@@ -3,7 +3,8 @@ The SSE stream (`GET .../events`) is the streaming function's (functions/session
 
 from aws_lambda_powertools.logging import correlation_paths
 
-from agents_core import agents, environments, sessions, subagents, vaults
+from agents_core import agents, sessions, subagents, vaults
+from agents_core.environments import resource as environments
 from agents_core.observability import logger, metrics
 from agents_core.pagination import list_params
 from agents_core.store import default_store

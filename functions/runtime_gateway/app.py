@@ -32,17 +32,17 @@ def _offer_queued(store, connection_id, queues):
                               only=connection_id)
 
 
-def _executor(store, connection_id, conn, action, message):
-    """An operator's Runtime hosting exec-server connections (agents_core/executors.py)."""
-    from agents_core import executors
+def _exec_server(store, connection_id, conn, action, message):
+    """An operator's Runtime hosting exec-server connections (agents_core/environments/exec_server_hosts.py)."""
+    from agents_core.environments import exec_server_hosts
 
     if action == "executor.host":
-        _reply(connection_id, executors.announce_host(store, connection_id, conn, message))
+        _reply(connection_id, exec_server_hosts.announce_host(store, connection_id, conn, message))
     elif action == "executor.connected":  # it now serves that Environment: its waiting Turns are offered
-        _, queue = executors.executor_connected(store, connection_id, message)
+        _, queue = exec_server_hosts.connected(store, connection_id, message)
         _offer_queued(store, connection_id, [queue])
     else:
-        executors.executor_disconnected(store, connection_id, message)
+        exec_server_hosts.disconnected(store, connection_id, message)
 
 
 @logger.inject_lambda_context(log_event=False)
@@ -72,7 +72,7 @@ def handler(event, context):
         elif action == "environment.idle":
             runtimes.environment_idle(store, connection_id, message)
         elif action in ("executor.host", "executor.connected", "executor.disconnected"):
-            _executor(store, connection_id, conn, action, message)
+            _exec_server(store, connection_id, conn, action, message)
         else:
             runtimes.observe(store, default_workflow(), connection_id, message, default_messenger())
     except AgentsError as error:

@@ -2,7 +2,13 @@
 credential it was exchanged for), or a client (API key, or `?ticket=` for
 browsers). Rejected -> 401."""
 
-from agents_core import environments, keys, live, runtimes
+from agents_core import keys, live, runtimes
+from agents_core.environments.enrollment import (
+    CREDENTIAL_PREFIX,
+    ENROLLMENT_PREFIX,
+    credential_for_token,
+    enrollment_for_token,
+)
 from agents_core.observability import logger
 from agents_core.store import default_store
 from agents_core.transport.headers import bearer
@@ -30,15 +36,15 @@ def handler(event, context):
             runtimes.register_connection(store, connection_id, "runtime", runtime_id=runtime["runtime_id"],
                                          runtime_kind="shared")
             return {"statusCode": 200}
-    elif token.startswith(environments.ENROLLMENT_PREFIX):
-        enrollment = environments.enrollment_for_token(store, token)
+    elif token.startswith(ENROLLMENT_PREFIX):
+        enrollment = enrollment_for_token(store, token)
         if enrollment is not None:  # spent at runtime.hello, which answers with the durable credential
             runtimes.register_connection(store, connection_id, "runtime", runtime_kind="enrolling",
                                          tenant=enrollment["tenant"], environment_id=enrollment["environment_id"],
                                          enrollment_hash=keys.enrollment_hash(enrollment))
             return {"statusCode": 200}
-    elif token.startswith(environments.CREDENTIAL_PREFIX):
-        credential = environments.credential_for_token(store, token)
+    elif token.startswith(CREDENTIAL_PREFIX):
+        credential = credential_for_token(store, token)
         if credential is not None:  # an enrolled machine reconnecting: exactly its Environment
             runtimes.register_connection(store, connection_id, "runtime", runtime_id=credential["runtime_id"],
                                          runtime_kind="enrolled", tenant=credential["tenant"],

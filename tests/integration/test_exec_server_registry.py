@@ -16,8 +16,9 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from agents_core import executors, keys
+from agents_core import keys
 from agents_core.apikeys import create_key
+from agents_core.environments import exec_server
 from agents_core.runtimes import create_runtime_token
 from local.inprocess import wait_for
 from tests.integration.conftest import sdk
@@ -59,8 +60,8 @@ def register(stack, env_id, key_id, secret, *, region="us-east-1", body=b'{"tran
         scope = f"{amz_date[:8]}/{region}/execute-api/aws4_request"
         sent["x-amz-date"] = amz_date
         signed = ["content-type", "host", "x-amz-date"]
-        value = executors.signature(secret, method="POST", path=path, query="", headers=sent, signed=signed,
-                                    body=body, amz_date=amz_date, scope=scope)
+        value = exec_server.signature(secret, method="POST", path=path, query="", headers=sent, signed=signed,
+                                      body=body, amz_date=amz_date, scope=scope)
         sent["authorization"] = (f"AWS4-HMAC-SHA256 Credential={key_id}/{scope}, SignedHeaders={';'.join(signed)}, "
                                  f"Signature={value}")
     if tamper:

@@ -57,11 +57,11 @@ def test_clients_event_on_an_unknown_connection_answers_with_an_error(handlers, 
     assert posted[0]["type"] == "error" and posted[0]["error"]["param"] == "action"
 
 
-def test_executor_registry_event_refuses_a_signature_from_no_issued_key(handlers, store):
+def test_exec_server_registry_event_refuses_a_signature_from_no_issued_key(handlers, store):
     """The sample registration is signed with a key no enrollment issued: refused, as the exec-server
     understands it (a 4xx in the official envelope), and nothing is written."""
     before = store.client.scan(TableName=store.table)["Count"]
-    answer = handlers["ExecutorRegistryFunction"](load_event("executor_registry-register.json"), LambdaContext("x"))
+    answer = handlers["ExecServerRegistryFunction"](load_event("exec_server_registry-register.json"), LambdaContext("x"))
     assert answer["statusCode"] in (403, 404)
     assert set(json.loads(answer["body"])["error"]) >= {"message", "type"}
     assert store.client.scan(TableName=store.table)["Count"] == before

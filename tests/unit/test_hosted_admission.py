@@ -221,7 +221,7 @@ def test_a_bound_environment_is_served_only_by_its_hosts_connections():
 
 
 def test_a_session_runs_in_the_environment_it_names_or_its_own():
-    from agents_core.placement import session_environment_id
+    from agents_core.environments.placement import session_environment_id
 
     assert session_environment_id("sess_abc", {"type": "openai_hosted"}) == "env_abc"
     assert session_environment_id("sess_abc", {"type": "openai_hosted", "id": "env_shared"}) == "env_shared"

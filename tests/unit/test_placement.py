@@ -3,7 +3,8 @@ and the pools and queues that keep them apart (table-driven from DESIGN 8b and t
 
 import pytest
 
-from agents_core import keys, placement
+from agents_core import keys
+from agents_core.environments import placement
 
 ENV = "env_01"
 

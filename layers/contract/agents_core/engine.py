@@ -21,7 +21,8 @@ from agents_contract import jsonutil, resources
 from agents_contract.errors import InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
-from . import keys, placement
+from . import keys
+from .environments import placement
 from .ids import new_id, now
 from .settings import get_settings
 from .store import (

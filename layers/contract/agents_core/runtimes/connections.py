@@ -12,8 +12,9 @@ from agents_contract import capabilities
 from agents_contract.errors import InvalidRequest
 from agents_contract.harnessconfig import HARNESS_NAMES
 
-from .. import environments, keys, placement
+from .. import environments, keys
 from ..aws import ConnectionGone, Messenger
+from ..environments import placement
 from ..ids import new_id, now
 from ..store import DynamoStore
 
@@ -70,7 +71,7 @@ def forget_connection(store: DynamoStore, connection_id: str) -> None:
     if conn is not None and conn.get("runtime_kind") == "enrolled":
         environments.mark_disconnected(store, conn["tenant"], conn["environment_id"], connection_id)
     if conn is not None and conn.get("runtime_kind") in ("shared", "hosted"):
-        from .. import executors  # the Environments it served through exec-servers go offline
+        from ..environments import exec_server_hosts as executors  # its exec-servers' Environments go offline
 
         executors.forget_host(store, connection_id)
     store.delete_partition(keys.connection_partition(connection_id))

@@ -7,8 +7,9 @@ from typing import Any, Optional
 
 from agents_contract import capabilities, jsonutil
 
-from .. import engine, environments, keys, placement
+from .. import engine, environments, keys
 from ..aws import Messenger, Workflow
+from ..environments import placement
 from ..ids import now
 from ..observability import logger
 from ..store import DynamoStore, unpack

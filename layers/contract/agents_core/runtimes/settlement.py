@@ -6,8 +6,9 @@ from typing import Any, Optional
 
 from agents_contract.errors import NotFound
 
-from .. import engine, environments, keys, placement
+from .. import engine, environments, keys
 from ..aws import Workflow
+from ..environments import placement
 from ..settings import get_settings
 from ..store import DynamoStore
 

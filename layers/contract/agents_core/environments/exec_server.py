@@ -1,7 +1,7 @@
-"""A self_hosted Codex Environment connected with the stock `codex exec-server --remote` (issue 26).
+"""The stock exec-server: a self_hosted Codex Environment connected with `codex exec-server --remote` (issue 26).
 
 "Pass this URL unchanged to `codex exec-server --remote` when connecting this environment." Every
-enrollment of a self_hosted Environment also issues an **executor key pair**: an access key id and a
+enrollment of a self_hosted Environment also issues an **exec-server key pair**: an access key id and a
 secret the exec-server signs its registration with (AWS SigV4, service `execute-api`; no AWS account is
 involved on the user's side: the pair is this deployment's own). The secret is shown once, in the
 enrollment's `exec_server`; Core keeps it sealed (KMS envelope, `vault_crypto.Sealer`, encryption context
@@ -10,13 +10,16 @@ the tenant and that Environment, replaced by the next enrollment and revoked wit
 
 The registry: `POST {remote_url}/cloud/environment/{id}/direct/register`, body
 `{"transport": "direct_jsonrpc_v1"}`, is checked here (signature, clock skew at most 5 minutes, a replayed
-signature refused, the key's Environment and tenant) and answers where the exec-server's executor
-WebSocket goes.
+signature refused, the key's Environment and tenant) and answers where the exec-server's WebSocket
+goes: the listener of an exec-server host (`exec_server_hosts`), picked here.
 
 Stored items (one table):
-- Executor key: `EXECKEY#{access_key_id}` / `X` (tenant, Environment, the sealed secret); the
+- Exec-server key: `EXECKEY#{access_key_id}` / `X` (tenant, Environment, the sealed secret); the
   Environment item names its current key (`exec_key_id`).
 - Seen signature: `EXECSIG#{signature}` / `S` (TTL): the replay guard.
+- Registration, host affinity and offered hosts: `keys.exec_server_registration`, `_affinity`, `_hosts`.
+Stored values and the KMS context keep the names they were written with (`kind: executor_key`,
+`executor_key_id`): data, not code.
 """
 
 from __future__ import annotations
@@ -35,11 +38,11 @@ from urllib.parse import quote
 
 from agents_contract.errors import AgentsError, NotFound
 
-from . import keys
-from .ids import new_id, now
-from .settings import get_settings
-from .store import DynamoStore
-from .vault_crypto import Sealer, SecretUnavailable, default_sealer
+from .. import keys
+from ..ids import new_id, now
+from ..settings import get_settings
+from ..store import DynamoStore
+from ..vault_crypto import Sealer, SecretUnavailable, default_sealer
 
 TRANSPORT = "direct_jsonrpc_v1"
 SERVICE = "execute-api"
@@ -51,7 +54,7 @@ _AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([A-Z0-9]{20})/(\d{8})/([a-z0-9
 
 
 def context(tenant: str, env_id: str, access_key_id: str) -> dict[str, str]:
-    """The KMS encryption context (and AES-GCM associated data) of an executor secret: its owner."""
+    """The KMS encryption context (and AES-GCM associated data) of an exec-server secret: its owner."""
     return {"tenant": tenant, "environment_id": env_id, "executor_key_id": access_key_id, "secret": SECRET_NAME}
 
 
@@ -86,7 +89,7 @@ def command(access_key_id: str, secret: str, region: str, remote_url: str, env_i
 
 
 def revoke(store: DynamoStore, env: Optional[dict[str, Any]]) -> None:
-    """The Environment goes (its Session was deleted): so does its executor key."""
+    """The Environment goes (its Session was deleted): so does its exec-server key."""
     if env is not None and env.get("exec_key_id"):
         store.delete(keys.exec_server_key(env["exec_key_id"]))
 
@@ -121,7 +124,7 @@ def signature(secret: str, *, method: str, path: str, query: str, headers: Mappi
 
 def verify(store: DynamoStore, *, method: str, paths: list[str], query: str, headers: Mapping[str, Any],
            body: bytes, clock: Optional[float] = None, sealer: Optional[Sealer] = None) -> dict[str, Any]:
-    """The executor key a request was signed with, or `Refused`. `paths` are the forms the client may have
+    """The exec-server key a request was signed with, or `Refused`. `paths` are the forms the client may have
     signed (behind API Gateway: with and without the stage)."""
     lowered = {str(k).lower(): str(v) for k, v in headers.items() if v is not None}
     found = _AUTH.fullmatch(lowered.get("authorization", "").strip())
@@ -185,50 +188,23 @@ def register(store: DynamoStore, env_id: str, *, method: str, paths: list[str], 
         raise AgentsError(f"This deployment serves the '{TRANSPORT}' transport (--remote-transport direct).",
                           param="transport")
     registration_id = new_id("xreg")
-    url = (announce or executor_url)(store, {**env, "exec_key_id": keys.exec_server_key_id(key)}, registration_id)
+    url = (announce or host_url)(store, {**env, "exec_key_id": keys.exec_server_key_id(key)}, registration_id)
     return {"environment_id": env_id, "transport": TRANSPORT, "registration_id": registration_id, "url": url}
 
 
-class NoExecutorHost(AgentsError):
+class NoExecServerHost(AgentsError):
+    """503: no exec-server host is connected (its error code keeps its first name: it is on the wire)."""
     status = 503
     default_code = "no_executor_host"
 
 
-# ---- executor hosts: operator Runtimes that run the model loop for exec-server Environments ---------
-#
-# A Codex Runtime of the operator's (`shared` or `hosted`) that listens for exec-server WebSockets says so
-# after its hello: `{"action": "executor.host", "url": "wss://host:port/executor"}`. A registration picks
-# the newest such host, tells it what to expect (`executor.expect`: the registration, its Environment and
-# the SHA-256 of a one-time token; never the token) and answers the exec-server `url` = that listener with
-# the registration and the token. The exec-server's frames then go straight to that host, never through
-# API Gateway's WebSocket API (128 KB messages, 32 KB frames). When the exec-server is joined, the host
-# reports `executor.connected` and Core lets that connection serve exactly this Environment's Codex Turns
-# (a declaration in the Environment's own pool, as an enrolled Runtime's); `executor.disconnected` (or the
-# host's own disconnect) takes it away and the Environment is `disconnected`.
-
 HARNESS = "codex"  # the only Harness with an exec-server
 
 
-def announce_host(store: DynamoStore, connection_id: str, conn: dict[str, Any], message: dict[str, Any]) -> dict[str, Any]:
-    """`executor.host`: an operator's Runtime that serves Codex offers its executor listener."""
-    if conn.get("runtime_kind") not in ("shared", "hosted"):
-        raise AgentsError("Only an operator's Runtime hosts exec-server connections.", param="action")
-    url = message.get("url")
-    if not isinstance(url, str) or len(url) > 512 or not re.fullmatch(r"wss://[^\s?#]+|ws://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?(/[^\s?#]*)?", url):
-        raise AgentsError("Invalid 'url': expected the listener's wss:// URL (ws:// only on loopback).", param="url")
-    declared = store.get(keys.declaration(connection_id, HARNESS))
-    if declared is None:
-        raise AgentsError("Declare the codex Harness in runtime.hello before hosting exec-server connections.",
-                          param="action")
-    store.put({**keys.exec_server_host(connection_id), "kind": "executor_host", "connection_id": connection_id,
-               "url": url.rstrip("/"), **keys.listed_exec_server_host(HARNESS, now(), connection_id),
-               "ttl": now() + 2 * 3600})
-    return {"type": "executor.host", "url": url.rstrip("/")}
-
-
-def executor_url(store: DynamoStore, env: dict[str, Any], registration_id: str, messenger: Any = None) -> str:
-    """Where the executor WebSocket goes: the newest executor host that takes the registration."""
-    from .aws import ConnectionGone, default_messenger
+def host_url(store: DynamoStore, env: dict[str, Any], registration_id: str, messenger: Any = None) -> str:
+    """Where the exec-server's WebSocket goes: the newest exec-server host that takes the registration
+    (`executor.expect` tells it what to expect; the message type is the Runtime protocol's)."""
+    from ..aws import ConnectionGone, default_messenger
 
     hosts = store.query(**keys.exec_server_hosts(HARNESS), limit=20, ascending=False).items
     # Affinity: the host that served this Environment before keeps it (its Codex thread lives on its disk).
@@ -253,62 +229,5 @@ def executor_url(store: DynamoStore, env: dict[str, Any], registration_id: str, 
             store.put({**keys.exec_server_affinity(env["id"]), "kind": "executor_affinity", "url": host["url"],
                        "ttl": now() + 30 * 86400})
         return f"{host['url']}/{registration_id}?token={token}"
-    raise NoExecutorHost("No Runtime of this deployment hosts exec-server connections now; try again shortly, or "
-                         "connect this Environment with its enrollment's Runtime command.", param=None)
-
-
-def _registration(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> dict[str, Any]:
-    registration_id = message.get("registration_id")
-    item = store.get(keys.exec_server_registration(registration_id)) if isinstance(registration_id, str) \
-        and registration_id.startswith("xreg_") and len(registration_id) <= 64 else None
-    if item is None or item.get("connection_id") != connection_id:
-        raise AgentsError("Invalid 'registration_id': no exec-server registration of this connection.",
-                          param="registration_id")
-    return item
-
-
-def executor_connected(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tuple[str, str]:
-    """`executor.connected {registration_id}`: the host joined the exec-server; this connection now serves
-    the Environment's Codex Turns (its pool, as an enrolled Runtime's), and the Environment is connected.
-    Returns (tenant, the queue whose waiting Turns it may now claim)."""
-    from . import environments, placement
-
-    reg = _registration(store, connection_id, message)
-    tenant, env_id = reg["tenant"], reg["environment_id"]
-    env = store.get(keys.environment(tenant, env_id))
-    declared = store.get(keys.declaration(connection_id, HARNESS))
-    if env is None or declared is None or env.get("exec_key_id") != reg.get("exec_key_id"):
-        raise AgentsError("This registration's Environment is gone or its executor key was replaced.",
-                          param="registration_id")
-    # Serves exactly this self_hosted Environment: the declaration is an Environment connection's
-    # (`runtime_kind` enrolled, in the Environment's own pool), reached through the exec-server.
-    store.put({**declared, **keys.environment_declaration(connection_id, env_id, HARNESS), "runtime_kind": "enrolled",
-               "environment_id": env_id, "tenant": tenant, "via": "exec_server",
-               "registration_id": keys.exec_server_registration_id(reg),
-               **keys.listed_in_pool(keys.runtime_pool("enrolled", HARNESS, env_id), now(), connection_id),
-               "ttl": now() + 2 * 3600})
-    if env.get("connection_id") != connection_id or env.get("status") != "connected":  # a re-registration: no event
-        environments.mark_connected(store, tenant, env_id, connection_id)
-    return tenant, placement.queue("self_hosted", HARNESS, env_id)
-
-
-def executor_disconnected(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> None:
-    """`executor.disconnected {registration_id}`: the exec-server is gone (past its reconnect grace)."""
-    reg = _registration(store, connection_id, message)
-    _leave(store, connection_id, reg["tenant"], reg["environment_id"])
-
-
-def _leave(store: DynamoStore, connection_id: str, tenant: str, env_id: str, delete: bool = True) -> None:
-    from . import environments
-
-    if delete:
-        store.delete(keys.environment_declaration(connection_id, env_id, HARNESS))
-    environments.mark_disconnected(store, tenant, env_id, connection_id)
-
-
-def forget_host(store: DynamoStore, connection_id: str) -> None:
-    """The host's connection closed: each Environment it served through an exec-server is disconnected."""
-    rows = store.query(**keys.environment_declarations_of_connection(connection_id), limit=100, consistent=True).items
-    for row in rows:
-        if row.get("via") == "exec_server":
-            _leave(store, connection_id, row["tenant"], row["environment_id"], delete=False)  # the partition goes next
+    raise NoExecServerHost("No Runtime of this deployment hosts exec-server connections now; try again shortly, or "
+                           "connect this Environment with its enrollment's Runtime command.", param=None)

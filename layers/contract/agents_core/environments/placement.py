@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import keys
+from .. import keys
 
 KINDS = ("shared", "enrolled", "hosted")
 _SERVES = {"shared": "none", "enrolled": "self_hosted", "hosted": "openai_hosted"}
