@@ -177,8 +177,8 @@ def hosted_start(env_id: str, hosted: dict) -> dict:
 
 
 def main() -> dict:
-    from runtime import sandbox as sb
-    from runtime.egress import EgressPolicy, EgressProxy, parse_allow
+    from runtime.environments import sandbox as sb
+    from runtime.environments.egress import EgressPolicy, EgressProxy, parse_allow
     from runtime.harnesses.scripted.driver import ScriptedDriver
     from runtime.router import Runtime
 

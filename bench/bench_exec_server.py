@@ -1,6 +1,6 @@
 """The exec round trip of a self_hosted Codex Environment connected with the stock `codex exec-server --remote`
 (issue 26): `process/start` of `true` to its `process/exited`, as the Codex app-server sends it,
-- through this path: the app-server's loopback endpoint on the executor host (runtime/executor.py), joined
+- through this path: the app-server's loopback endpoint on the executor host (runtime/environments/exec_server.py), joined
   frame for frame to the pinned exec-server's registered WebSocket (`--remote-transport direct --aws-sigv4`);
 - straight to a local exec-server on loopback (`codex exec-server --listen`, no host in between);
 - a local process start (`true` spawned here: what a local app-server does for its own commands).
@@ -60,10 +60,10 @@ def _exec_server_env(root: Path) -> dict[str, str]:
 
 
 def through_the_executor_host(root: Path, rounds: int) -> list[float]:
-    from runtime.executor import ExecutorHub
+    from runtime.environments.exec_server import ExecServerHub
 
     told: list[dict] = []
-    hub = ExecutorHub("127.0.0.1:0", None, told.append).start()
+    hub = ExecServerHub("127.0.0.1:0", None, told.append).start()
     env_id = "env_bench"
 
     class Registry(http.server.BaseHTTPRequestHandler):

@@ -102,8 +102,8 @@ def tree_rss_mib(pid: int) -> float:
 
 def main() -> dict:
     from runtime.__main__ import build_drivers, egress_proxy, hosted_environments, parser
+    from runtime.environments.sandbox import HostedEnvironments
     from runtime.router import Runtime
-    from runtime.sandbox import HostedEnvironments
 
     work = pathlib.Path(tempfile.mkdtemp(dir="/var/tmp", prefix="bench-hosted-"))
     os.chmod(work, 0o711)  # noqa: S103 - the Environments' uids traverse it

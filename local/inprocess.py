@@ -109,7 +109,7 @@ class LocalRuntime:
         self.stack = stack
         self.inbox: list[dict[str, Any]] = []
         self.closed_with: Optional[int] = None  # the close code when the gateway closed the socket
-        from runtime.workspace import Workspace
+        from runtime.environments.workspace import Workspace
 
         self.credential: Optional[str] = None
         self.runtime = Runtime(self.send, {h: ScriptedDriver(h) for h in harnesses}, heartbeat_seconds,

@@ -328,7 +328,7 @@ class LocalStack:
             for harness in config.native_harnesses:
                 argv += ["--harness", harness]
             if "codex" in config.native_harnesses:  # it hosts `codex exec-server --remote <remote_url>` too
-                argv += ["--executor-listen", "127.0.0.1:0"]
+                argv += ["--exec-server-listen", "127.0.0.1:0"]
             self.native_runtime_process = subprocess.Popen(argv, cwd=ROOT, env=env)  # noqa: S603
         info["native_harnesses"] = list(config.native_harnesses)
         self._start_hosted_runtime(info, env, common)
@@ -358,7 +358,7 @@ class LocalStack:
     def _sandbox_firewall(self) -> str:
         """The operator hardening the README documents, on this machine too: the Environments' uids refused
         loopback, link-local and private addresses on the host's network stack (nftables; root only)."""
-        from runtime.sandbox import firewall_ruleset
+        from runtime.environments.sandbox import firewall_ruleset
 
         if os.geteuid() != 0:
             return "not applied: the hosted Runtime runs Environments as this user, not as uids of their own"

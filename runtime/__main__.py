@@ -70,11 +70,11 @@ def parser() -> argparse.ArgumentParser:
                                            "servers may use (env_vars); values never reach Core")
     p.add_argument("--tool-env-inherit", action="store_true",
                    help="as an Environment: also take env_vars from this process's own environment")
-    p.add_argument("--executor-listen", metavar="HOST:PORT",
+    p.add_argument("--exec-server-listen", "--executor-listen", dest="exec_server_listen", metavar="HOST:PORT",
                    help="host self_hosted Codex Environments connected with the stock `codex exec-server --remote`: "
-                        "listen here for their executor WebSockets (needs --native codex)")
-    p.add_argument("--executor-url", metavar="URL",
-                   help="the public wss:// URL of --executor-listen (default: ws://HOST:PORT/executor)")
+                        "listen here for their exec-server WebSockets (needs --native codex)")
+    p.add_argument("--exec-server-url", "--executor-url", dest="exec_server_url", metavar="URL",
+                   help="the public wss:// URL of --exec-server-listen (default: ws://HOST:PORT/executor)")
     p.add_argument("--hosted-environments", metavar="DIR",
                    help="host openai_hosted Environments: each runs in a bubblewrap sandbox of its own, its workspace "
                         "and state under DIR (needs Debian's bubblewrap; DIR must be traversable by other users "
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.workspace:
             p.error("an Environment's Runtime needs --workspace DIR (the directory its Sessions run in)")
         from .client import load_credential
-        from .workspace import Workspace, read_env_file
+        from .environments.workspace import Workspace, read_env_file
 
         try:
             tool_env = read_env_file(args.tool_env_file) if args.tool_env_file else {}
@@ -226,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
                 driver.close()
             return 2
     if args.hosted_environments:
-        from .sandbox import SandboxError
+        from .environments.sandbox import SandboxError
 
         try:
             hosted = hosted_environments(args.hosted_environments, drivers, egress)
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("runtime").info("hosting Environments in %s (host %s)", hosted.directory, hosted.host_id)
     namespace = None
     if egress is not None and hosted is None and any(getattr(d, "binary", None) for d in drivers.values()):
-        from .sandbox import SandboxError
+        from .environments.sandbox import SandboxError
 
         try:
             namespace = harness_namespace(os.path.expanduser(args.state_dir), drivers, egress)
@@ -249,15 +249,15 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     client = RuntimeClient(args.url, args.token, drivers, args.heartbeat, workspace=workspace,
                            credential_file=credential_file, hosted=hosted, egress=egress, namespace=namespace)
-    if args.executor_listen:
+    if args.exec_server_listen:
         if "codex" not in args.native or workspace is not None or hosted is not None:
             p.error("--executor-listen needs --native codex on an operator's shared Runtime (not an Environment's, "
                     "not --hosted-environments)")
-        from .executor import ExecutorHub
-        from .harnesses.codex.executor import install
+        from .environments.exec_server import ExecServerHub
+        from .harnesses.codex.exec_server import install
 
         install(drivers["codex"])
-        client.runtime.executors = ExecutorHub(args.executor_listen, args.executor_url, client.send).start()
+        client.runtime.exec_server_hub = ExecServerHub(args.exec_server_listen, args.exec_server_url, client.send).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     client.start()
@@ -283,7 +283,7 @@ def provider_bridge(drivers: dict[str, Any], directory: str) -> tuple[Any, dict[
     environment, so no child process inherits them."""
     import urllib.parse
 
-    from .bridge import ProviderBridge, inference_routes
+    from .environments.bridge import ProviderBridge, inference_routes
 
     routes, paths = [], {}
     for harness, driver in drivers.items():
@@ -306,8 +306,8 @@ def provider_bridge(drivers: dict[str, Any], directory: str) -> tuple[Any, dict[
 def egress_proxy(directory: str) -> Any:
     """The egress proxy every tenant-driven connection leaves through (AGENTS_CORE_EGRESS_ALLOW,
     AGENTS_CORE_PACKAGE_REGISTRIES)."""
-    from .egress import REGISTRIES_VARIABLE, EgressPolicy, EgressProxy, parse_registries
-    from .sandbox import BRIDGE_PORT
+    from .environments.egress import REGISTRIES_VARIABLE, EgressPolicy, EgressProxy, parse_registries
+    from .environments.sandbox import BRIDGE_PORT
 
     return EgressProxy(EgressPolicy.from_environment(), os.path.join(directory, "egress"),
                        registries=parse_registries(os.environ.get(REGISTRIES_VARIABLE)),
@@ -318,7 +318,7 @@ def harness_namespace(directory: str, drivers: dict[str, Any], egress: Any) -> A
     """A shared Runtime's native Harnesses run `environment: none` Sessions in a network namespace of their
     own: the model through the bridge, the tenant's MCP servers through the egress proxy. The keys stay in
     this process's environment for the Sessions that need them directly (an exec-server Environment's)."""
-    from .sandbox import HarnessNamespace
+    from .environments.sandbox import HarnessNamespace
 
     keys = {name: os.environ[name] for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY") if name in os.environ}
     bridge, paths = provider_bridge(drivers, directory)
@@ -329,7 +329,7 @@ def harness_namespace(directory: str, drivers: dict[str, Any], egress: Any) -> A
 def hosted_environments(directory: str, drivers: dict[str, Any], egress: Any) -> Any:
     """The sandbox host: each Environment's namespace reaches the provider through the bridge and the
     internet through the egress proxy, never the host's network."""
-    from .sandbox import HostedEnvironments
+    from .environments.sandbox import HostedEnvironments
 
     binaries = {h: os.path.dirname(d.binary) for h, d in drivers.items() if getattr(d, "binary", None)}
     root = os.path.expanduser(directory)

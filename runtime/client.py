@@ -14,9 +14,9 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.sync.client import connect
 
 from .capabilities import declarations
+from .environments.workspace import Workspace
 from .harnesses import HarnessDriver
 from .router import Runtime
-from .workspace import Workspace
 
 log = logging.getLogger("runtime")
 FRAME_CHARS = 32_000  # json.dumps writes ASCII: characters are bytes, each frame within 32 KB
@@ -74,10 +74,10 @@ class RuntimeClient:
 
     def _welcomed(self, welcome: dict[str, Any]) -> None:
         self.environment_id = welcome.get("environment_id") or self.environment_id
-        executors = getattr(self.runtime, "executors", None)
-        if executors is not None:  # an executor host: registrations of an earlier connection are void
-            executors.connected_to_core()
-            self.send(executors.announcement())
+        hub = getattr(self.runtime, "exec_server_hub", None)
+        if hub is not None:  # an exec-server host: registrations of an earlier connection are void
+            hub.connected_to_core()
+            self.send(hub.announcement())
         credential = welcome.get("credential")
         if isinstance(credential, str) and credential:
             self.token = credential  # the enrollment is spent: reconnect with the credential

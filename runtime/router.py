@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional
 
+from .environments.workspace import WORKSPACE_PLACEMENTS, Workspace, WorkspaceError
 from .harnesses import HarnessDriver, TurnHandle
 from .protocol import Emit, Reassembler, TurnChannel
-from .workspace import WORKSPACE_PLACEMENTS, Workspace, WorkspaceError
 
 log = logging.getLogger("runtime")
 
@@ -26,14 +26,14 @@ class Runtime:
                  workspace: Optional[Workspace] = None, on_welcome: Optional[Callable[[dict[str, Any]], None]] = None,
                  hosted: Any = None, egress: Any = None, namespace: Any = None):
         self.send = send
-        # an operator's Runtime (shared or hosted): the egress proxy (runtime.egress.EgressProxy) every
+        # an operator's Runtime (shared or hosted): the egress proxy (runtime.environments.egress.EgressProxy) every
         # connection made for a tenant leaves through; None on an Environment's own machine
         self.egress = egress
         # a shared Runtime's native Harness processes run in a network namespace of their own
-        # (runtime.sandbox.HarnessNamespace), for `environment: none` Sessions
+        # (runtime.environments.sandbox.HarnessNamespace), for `environment: none` Sessions
         self.namespace = namespace
         self.workspace = workspace  # an Environment's Runtime: its bound directory and tool variables
-        self.hosted = hosted  # a host of hosted Environments (runtime.sandbox.HostedEnvironments): one sandbox each
+        self.hosted = hosted  # a host of hosted Environments (runtime.environments.sandbox.HostedEnvironments): one sandbox each
         if hosted is not None:
             for driver in drivers.values():
                 driver.on_stopped = self._stopped
@@ -74,8 +74,8 @@ class Runtime:
                         self._hold(turn_id, message)  # ahead of its turn.start, which travels another path
                 elif not handle.done:
                     handle.deliver(message)
-        elif kind == "executor.expect" and getattr(self, "executors", None) is not None:
-            self.executors.on_message(message)  # an exec-server registered here (runtime/executor.py)
+        elif kind == "executor.expect" and getattr(self, "exec_server_hub", None) is not None:
+            self.exec_server_hub.on_message(message)  # an exec-server registered here (environments/exec_server.py)
         elif kind == "turn.ack":
             channel = self.channels.get(str(message.get("turn_id")))
             if channel is not None and isinstance(message.get("seq"), int):
@@ -159,7 +159,7 @@ class Runtime:
     def _start_hosted(self, driver: HarnessDriver, message: dict[str, Any], channel: TurnChannel) -> None:
         """A hosted Environment's Turn: its sandbox (prepared once on this host), then the Harness in it.
         `turn.environment` tells Core the Environment's state before the Turn's own observations."""
-        from .sandbox import PreparationFailed, SandboxError
+        from .environments.sandbox import PreparationFailed, SandboxError
 
         channel.start_heartbeats()  # preparation counts as the Turn being alive
         try:
@@ -225,8 +225,8 @@ class Runtime:
                                  "(--hosted-environments).")
         if self.workspace is not None:
             return self.workspace.bind(message)
-        executors = getattr(self, "executors", None)  # an executor host: Environments joined by exec-servers
-        bound = executors.bind(message) if executors is not None and placement == "self_hosted" else None
+        hub = getattr(self, "exec_server_hub", None)  # an exec-server host: Environments joined by exec-servers
+        bound = hub.bind(message) if hub is not None and placement == "self_hosted" else None
         if bound is not None:
             return bound
         if placement in WORKSPACE_PLACEMENTS:

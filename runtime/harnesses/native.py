@@ -179,7 +179,7 @@ class NativeSession:
     def __init__(self, driver: NativeDriver, start: dict[str, Any]):
         self.driver = driver
         self.session_id = start["session_id"]
-        self.box = start.get("sandbox")  # a hosted Environment's sandbox (runtime.sandbox), or None
+        self.box = start.get("sandbox")  # a hosted Environment's sandbox (runtime.environments.sandbox), or None
         self.root = driver.state_dir / safe_name(self.session_id) if self.box is None else \
             self.box.session_dir(driver.harness, self.session_id)
         self.current: Optional[NativeTurn] = None

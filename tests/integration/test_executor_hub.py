@@ -1,4 +1,4 @@
-"""The executor host's listener on loopback (runtime/executor.py), with stand-ins for the exec-server and the
+"""The exec-server host's listener on loopback (runtime/environments/exec_server.py), with stand-ins for the exec-server and the
 app-server: the registry's token admits one exec-server connection, frames pass both ways unchanged (one of
 400 KB included), either side closing closes the other, the reconnection is a 409 (it registers again), and
 Core hears executor.connected once and executor.disconnected after the grace."""
@@ -12,13 +12,13 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from local.inprocess import wait_for
-from runtime.executor import ExecutorHub
+from runtime.environments.exec_server import ExecServerHub
 
 
 @pytest.fixture
 def hub():
     told = []
-    h = ExecutorHub("127.0.0.1:0", None, told.append, grace_seconds=2.5).start()
+    h = ExecServerHub("127.0.0.1:0", None, told.append, grace_seconds=2.5).start()
     h.told = told
     yield h
     h.stop()

@@ -1,5 +1,5 @@
 """The Codex driver of an exec-server Environment waits, before a Turn, for the app-server's connection to
-the executor to settle (runtime/harnesses/codex/executor.py `settle`): while the app-server resumes the
+the executor to settle (runtime/harnesses/codex/exec_server.py `settle`): while the app-server resumes the
 previous exec-server session it waits; once that resume failed, it makes the app-server connect afresh. These
 are the answers the pinned app-server gives (`environment/status`, `environment/info`), replayed."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
-from runtime.harnesses.codex import executor
+from runtime.harnesses.codex import exec_server
 from runtime.harnesses.codex.rpc import RpcError
 
 RECOVERING = {"status": "disconnected", "error": "exec-server environment is recovering"}
@@ -28,7 +28,7 @@ class ReplayedAppServer:
 
 
 def settle(peer, bound=5.0):
-    return asyncio.run(executor.settle(peer, "env_1", bound=bound))
+    return asyncio.run(exec_server.settle(peer, "env_1", bound=bound))
 
 
 def test_a_ready_executor_is_one_status_read():

@@ -14,8 +14,8 @@ import types
 
 import pytest
 
-from runtime import egress
-from runtime.egress import (
+from runtime.environments import egress
+from runtime.environments.egress import (
     DEFAULT_REGISTRIES,
     EgressPolicy,
     EgressProxy,

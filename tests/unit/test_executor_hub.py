@@ -4,8 +4,8 @@ Codex driver adds with environment/add and the cwd every turn/start names; a std
 
 import pytest
 
-from runtime.executor import ExecutorHub, _Link
-from runtime.workspace import WorkspaceError
+from runtime.environments.exec_server import ExecServerHub, _Link
+from runtime.environments.workspace import WorkspaceError
 
 
 def start(harness="codex", kind="self_hosted", tools=()):
@@ -15,7 +15,7 @@ def start(harness="codex", kind="self_hosted", tools=()):
 
 @pytest.fixture
 def hub():
-    h = ExecutorHub("127.0.0.1:0", None, lambda message: None)
+    h = ExecServerHub("127.0.0.1:0", None, lambda message: None)
     h.port = 4567
     h.links["env_abc"] = _Link("xreg_1")
     return h

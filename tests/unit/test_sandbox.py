@@ -13,9 +13,9 @@ import threading
 
 import pytest
 
-from runtime import sandbox as sb
-from runtime.bridge import ProviderBridge, Route, inference_routes
-from runtime.egress import EgressPolicy, EgressProxy
+from runtime.environments import sandbox as sb
+from runtime.environments.bridge import ProviderBridge, Route, inference_routes
+from runtime.environments.egress import EgressPolicy, EgressProxy
 
 
 @pytest.fixture

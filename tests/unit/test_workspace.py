@@ -3,7 +3,7 @@
 
 import pytest
 
-from runtime.workspace import Workspace, WorkspaceError, read_env_file
+from runtime.environments.workspace import Workspace, WorkspaceError, read_env_file
 
 
 def start(workspace, tools=(), kind="self_hosted"):

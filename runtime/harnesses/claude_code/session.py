@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from ...sandbox import INSIDE_OPT
+from ...environments.sandbox import INSIDE_OPT
 from ..common import AdapterError, bearer_variables, tools_of
 from ..native import NativeDriver, NativeSession
 from . import config as adapter
@@ -94,7 +94,7 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
                               [*env, *SDK_VARIABLES])
         native["cwd"] = str(cwd)  # the process starts in the workspace's host directory, /workspace inside
     elif namespace is not None:
-        # A shared Runtime: the CLI runs in a network namespace of its own (runtime.sandbox.HarnessNamespace):
+        # A shared Runtime: the CLI runs in a network namespace of its own (runtime.environments.sandbox.HarnessNamespace):
         # the model through the bridge with the namespace's token, the tenant's MCP servers through the egress
         # proxy only.
         env = namespace.environ({**env, "ANTHROPIC_BASE_URL": namespace.provider_url("claude_code"),

@@ -21,7 +21,7 @@ import re
 import shutil
 from typing import Any, Optional
 
-from ...sandbox import INSIDE_OPT, INSIDE_WORKSPACE, PROXY_VARIABLES
+from ...environments.sandbox import INSIDE_OPT, INSIDE_WORKSPACE, PROXY_VARIABLES
 from ..common import AdapterError, bearer_variables, placement, tools_of
 from ..native import NativeDriver, NativeSession
 from . import config as adapter

@@ -61,7 +61,7 @@ def refusal(start: dict[str, Any], url: str) -> Optional[str]:
     egress = start.get("egress")
     if egress is None:
         return None
-    from ...egress import EgressRefused
+    from ...environments.egress import EgressRefused
 
     parts = urllib.parse.urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)

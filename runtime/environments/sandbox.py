@@ -381,8 +381,8 @@ class HostedEnvironments:
 
     def __init__(self, directory: str, binaries: dict[str, str], *, egress: Any, bridge: Any = None,
                  provider_paths: Optional[dict[str, str]] = None):
-        """`egress`: the egress proxy (runtime.egress.EgressProxy); `bridge`: the model bridge
-        (runtime.bridge.ProviderBridge), with `provider_paths` the base path each native Harness's
+        """`egress`: the egress proxy (runtime.environments.egress.EgressProxy); `bridge`: the model bridge
+        (runtime.environments.bridge.ProviderBridge), with `provider_paths` the base path each native Harness's
         provider has behind it."""
         self.bwrap = check_bubblewrap()
         self.egress = egress

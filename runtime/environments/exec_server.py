@@ -1,9 +1,9 @@
-"""An executor host: this Runtime runs the model loop of self_hosted Codex Environments whose commands run
+"""An exec-server host (the hub): this Runtime runs the model loop of self_hosted Codex Environments whose commands run
 on the user's own machine, through the stock `codex exec-server --remote <remote_url>` (issue 26).
 
-The exec-server registers with Core's registry, which picks an executor host and tells it what to expect
+The exec-server registers with Core's registry, which picks an exec-server host and tells it what to expect
 (`executor.expect`: the registration, its Environment and the SHA-256 of a one-time token); the
-exec-server then opens a WebSocket to this listener (`--executor-listen`, reachable as `--executor-url`)
+exec-server then opens a WebSocket to this listener (`--exec-server-listen`, reachable as `--exec-server-url`)
 with that token. Its frames never travel through API Gateway's WebSocket API (128 KB messages, 32 KB
 frames): the listener joins them, frame for frame and unchanged, to the Codex app-server this Runtime
 runs for the Environment's Session, which connects to a loopback endpoint here
@@ -20,6 +20,10 @@ Limits measured on the pinned exec-server (direct mode): a message from the harn
 about 8.9 KB or more drops its connection (the other direction carried 416 KB), so a large write (an
 `apply_patch` of a big file) fails; the app-server's request fails when its connection closes, and the
 Turn goes on with that tool error.
+
+Kept as they are on the wire: the `executor.*` Runtime-protocol messages, the listener's `/executor/<registration>`
+path, the `executor` entry `bind` adds to a Turn's start for the Codex driver, and the log lines operators and
+tests read ("executor listener on ...").
 """
 
 from __future__ import annotations
@@ -63,8 +67,8 @@ class _Link:
     grace: Optional[asyncio.TimerHandle] = None
 
 
-class ExecutorHub(LoopServer):
-    thread_name = "executor listener"
+class ExecServerHub(LoopServer):
+    thread_name = "exec-server listener"
 
     def __init__(self, listen: str, public_url: Optional[str], send: Callable[[dict[str, Any]], None],
                  grace_seconds: float = GRACE_SECONDS):

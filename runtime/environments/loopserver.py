@@ -1,5 +1,5 @@
 """A server that runs on an asyncio loop of its own, in a daemon thread (the provider bridge, the egress
-proxy, the executor listener): `start()` returns once `_listen()` has bound its sockets; `pipe` relays one
+proxy, the exec-server listener): `start()` returns once `_listen()` has bound its sockets; `pipe` relays one
 direction of a connection."""
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Codex with its commands on the user's machine: a Session whose Environment is joined through the stock
-`codex exec-server --remote` (runtime/executor.py). The model loop and the model key stay on this Runtime;
-the app-server is given that executor with `environment/add {environmentId, execServerUrl}` and runs every
+`codex exec-server --remote` (runtime/environments/exec_server.py). The model loop and the model key stay on this
+Runtime; the app-server is given that exec-server with `environment/add {environmentId, execServerUrl}` and runs every
 root Turn in it (`environments: [{environmentId, cwd: <workspace_directory>}]` on each `turn/start`), under
 the sandbox policy the Session's thread was started with, enforced by the exec-server on the user's machine.
 
-`install(driver)` makes a CodexDriver's Sessions executor-aware; a Session without an executor is
-unchanged. The app-server itself runs in a private directory of this Runtime's state (never the user's
+`install(driver)` makes a CodexDriver's Sessions exec-server-aware; a Session without one (no `executor` in its
+start, which the hub's `bind` adds) is unchanged. The app-server itself runs in a private directory of this Runtime's state (never the user's
 workspace path, which exists only on their machine).
 """
 
@@ -25,37 +25,37 @@ log = logging.getLogger("runtime.codex.executor")
 # After its exec-server connection closed, the app-server tries to resume the old exec-server session (for up
 # to 25 s, every 100 ms); a command sent meanwhile waits for that and fails if the resume is refused (a new
 # exec-server process does not know the session). Before a Turn, the driver waits for the app-server's view
-# of the executor to settle and, once the resume has failed, has it connect afresh.
+# of the exec-server to settle and, once the resume has failed, has it connect afresh.
 SETTLE_SECONDS = 40.0
 
 
-class ExecutorSession(CodexSession):
+class ExecServerSession(CodexSession):
     def __init__(self, driver: CodexDriver, start: dict[str, Any]):
         super().__init__(driver, start)
-        self.executor: Optional[dict[str, Any]] = start.get("executor")
-        self._added_to: Any = None  # the app-server process the executor was added to
-        if self.executor is not None:
+        self.exec_server: Optional[dict[str, Any]] = start.get("executor")
+        self._added_to: Any = None  # the app-server process the exec-server was added to
+        if self.exec_server is not None:
             self.cwd = self.root / "work"
             self.cwd.mkdir(exist_ok=True)
 
     async def _ensure(self, start: dict[str, Any]) -> Any:
         peer = await super()._ensure(start)
-        executor = start.get("executor") or self.executor
-        if executor is None:
+        joined = start.get("executor") or self.exec_server
+        if joined is None:
             return peer
-        self.executor = executor
+        self.exec_server = joined
         if self._added_to is not peer:
-            await peer.request("environment/add", {"environmentId": executor["environment_id"],
-                                                   "execServerUrl": executor["url"],
-                                                   "authBearerToken": executor["token"]}, timeout=START_TIMEOUT)
+            await peer.request("environment/add", {"environmentId": joined["environment_id"],
+                                                   "execServerUrl": joined["url"],
+                                                   "authBearerToken": joined["token"]}, timeout=START_TIMEOUT)
             self._added_to = peer
         else:
-            await settle(peer, executor["environment_id"])
-        return _InEnvironment(peer, executor["environment_id"], executor["cwd"])
+            await settle(peer, joined["environment_id"])
+        return _InEnvironment(peer, joined["environment_id"], joined["cwd"])
 
 
 async def settle(peer: Any, environment_id: str, bound: float = SETTLE_SECONDS) -> str:
-    """Wait until the app-server's connection to the executor is ready: `environment/status` never starts or
+    """Wait until the app-server's connection to the exec-server is ready: `environment/status` never starts or
     recovers a connection; while it says `recovering` (resuming the previous exec-server session) wait; once
     that failed (`disconnected` with its reason), `environment/info` is a use of the Environment, which makes
     the app-server connect afresh (a new exec-server session). Bounded: past it the Turn goes on, and a
@@ -83,7 +83,7 @@ async def settle(peer: Any, environment_id: str, bound: float = SETTLE_SECONDS) 
 
 
 class _InEnvironment:
-    """The app-server peer, with every `turn/start` placed in the executor's Environment."""
+    """The app-server peer, with every `turn/start` placed in the exec-server's Environment."""
 
     def __init__(self, peer: Any, environment_id: str, cwd: str):
         self._peer, self._environment = peer, {"environmentId": environment_id, "cwd": cwd}
@@ -98,4 +98,4 @@ class _InEnvironment:
 
 
 def install(driver: CodexDriver) -> None:
-    driver.session_class = ExecutorSession
+    driver.session_class = ExecServerSession
