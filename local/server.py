@@ -258,7 +258,7 @@ class LocalStack:
                                            context_factory=lambda: apigw.LambdaContext(source.function))
         self._threads.append(self.poller.start(interval=0.01))
         from agents_core.apikeys import create_key
-        from agents_core.runtimes import create_runtime_token
+        from agents_core.runtimes.connections import create_runtime_token
         from agents_core.store import default_store
 
         self.api_key = create_key(default_store(), config.tenant, config.api_key)

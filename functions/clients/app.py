@@ -7,9 +7,10 @@ delivered for it.
 import json
 
 from agents_contract.errors import AgentsError
-from agents_core import live, runtimes
+from agents_core import live
 from agents_core.aws import default_messenger
 from agents_core.observability import logger
+from agents_core.runtimes import connections
 from agents_core.store import default_store
 
 
@@ -30,5 +31,5 @@ def handler(event, context):
         envelope = error.envelope()["error"] if isinstance(error, AgentsError) else {
             "message": "Messages are JSON objects.", "type": "invalid_request_error", "param": None, "code": None}
         reply = {"type": "error", "error": envelope}
-    runtimes.post_safely(default_messenger(), store, connection_id, reply)
+    connections.post_safely(default_messenger(), store, connection_id, reply)
     return {"statusCode": 200}

@@ -9,14 +9,14 @@ other Turns go on. Accepted observations are answered with a cumulative `turn.ac
 import json
 
 from agents_contract.errors import AgentsError, ServerError
-from agents_core import runtimes
 from agents_core.aws import default_messenger, default_workflow
 from agents_core.observability import logger
+from agents_core.runtimes import connections, dispatch, observations
 from agents_core.store import default_store
 
 
 def _reply(connection_id, message):
-    runtimes.post_safely(default_messenger(), default_store(), connection_id, message)
+    connections.post_safely(default_messenger(), default_store(), connection_id, message)
 
 
 def _field(message, name):
@@ -27,8 +27,8 @@ def _field(message, name):
 def _offer_queued(store, connection_id, queues):
     """The Turns waiting in these queues, offered to this connection (which now may serve them)."""
     for queue in queues:
-        for turn in runtimes.queued_turns(store, queue):
-            runtimes.dispatch(store, default_workflow(), turn["tenant"], turn["session_id"], turn["id"],
+        for turn in dispatch.queued_turns(store, queue):
+            dispatch.dispatch(store, default_workflow(), turn["tenant"], turn["session_id"], turn["id"],
                               only=connection_id)
 
 
@@ -55,31 +55,31 @@ def handler(event, context):
             raise ValueError
     except (ValueError, RecursionError):
         error = AgentsError("Messages are JSON objects.", param=None)
-        runtimes.log_rejection(connection_id, None, None, None, error)
-        _reply(connection_id, runtimes.error_frame(error))
+        observations.log_rejection(connection_id, None, None, None, error)
+        _reply(connection_id, observations.error_frame(error))
         return {"statusCode": 200}
     action, turn_id, seq = _field(message, "action"), _field(message, "turn_id"), _field(message, "seq")
     try:
-        conn = runtimes.connection(store, connection_id)
+        conn = connections.connection(store, connection_id)
         if conn is None or conn.get("role") != "runtime":
             raise AgentsError("This connection is not a Runtime connection.", param="action")
         if action == "runtime.hello":
-            welcome, conn = runtimes.greet(store, connection_id, message)
+            welcome, conn = connections.greet(store, connection_id, message)
             _reply(connection_id, welcome)
-            _offer_queued(store, connection_id, runtimes.queued_pools(conn, welcome["harnesses"]))
+            _offer_queued(store, connection_id, connections.queued_pools(conn, welcome["harnesses"]))
         elif conn.get("runtime_kind") == "enrolling":
             raise AgentsError("Say runtime.hello first: it spends the enrollment.", param="action")
         elif action == "environment.idle":
-            runtimes.environment_idle(store, connection_id, message)
+            connections.environment_idle(store, connection_id, message)
         elif action in ("executor.host", "executor.connected", "executor.disconnected"):
             _exec_server(store, connection_id, conn, action, message)
         else:
-            runtimes.observe(store, default_workflow(), connection_id, message, default_messenger())
+            observations.observe(store, default_workflow(), connection_id, message, default_messenger())
     except AgentsError as error:
-        runtimes.log_rejection(connection_id, turn_id, action, seq, error)
-        _reply(connection_id, runtimes.error_frame(error, action=action, seq=seq, turn_id=turn_id))
+        observations.log_rejection(connection_id, turn_id, action, seq, error)
+        _reply(connection_id, observations.error_frame(error, action=action, seq=seq, turn_id=turn_id))
     except Exception:  # noqa: BLE001 - never drop the connection; the Runtime may resend
         logger.exception("runtime message failed", extra={"connection_id": connection_id, "turn_id": turn_id,
                                                            "action": action, "seq": seq})
-        _reply(connection_id, runtimes.error_frame(ServerError(), action=action, seq=seq, turn_id=turn_id))
+        _reply(connection_id, observations.error_frame(ServerError(), action=action, seq=seq, turn_id=turn_id))
     return {"statusCode": 200}

@@ -2,8 +2,8 @@
 bounded steps that converge (the last resort only ends the Turn and frees the Session). Also the
 ConnectionWait workflow's Expire task (`environment_wait`): input no connection took within the bound fails."""
 
-from agents_core import runtimes
 from agents_core.observability import logger
+from agents_core.runtimes import settlement
 from agents_core.store import default_store
 
 
@@ -11,8 +11,8 @@ from agents_core.store import default_store
 def handler(event, context):
     logger.append_keys(session_id=event["session_id"], turn_id=event["turn_id"])
     if event.get("environment_wait"):
-        return {"status": runtimes.expire_environment_wait(default_store(), event["tenant"], event["session_id"],
+        return {"status": settlement.expire_environment_wait(default_store(), event["tenant"], event["session_id"],
                                                            event["turn_id"])}
-    status = runtimes.settle(default_store(), event["tenant"], event["session_id"], event["turn_id"],
+    status = settlement.settle(default_store(), event["tenant"], event["session_id"], event["turn_id"],
                              event.get("outcome"), bool(event.get("lost")), bool(event.get("last_resort")))
     return {"status": status}

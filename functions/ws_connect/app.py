@@ -2,7 +2,7 @@
 credential it was exchanged for), or a client (API key, or `?ticket=` for
 browsers). Rejected -> 401."""
 
-from agents_core import keys, live, runtimes
+from agents_core import keys, live
 from agents_core.environments.enrollment import (
     CREDENTIAL_PREFIX,
     ENROLLMENT_PREFIX,
@@ -10,6 +10,7 @@ from agents_core.environments.enrollment import (
     enrollment_for_token,
 )
 from agents_core.observability import logger
+from agents_core.runtimes import connections
 from agents_core.store import default_store
 from agents_core.transport.headers import bearer
 
@@ -25,35 +26,35 @@ def handler(event, context):
         redeemed = live.redeem_ticket(store, ticket)
         if redeemed is not None:
             tenant, session_id = redeemed
-            runtimes.register_connection(store, connection_id, "client", tenant=tenant)
+            connections.register_connection(store, connection_id, "client", tenant=tenant)
             live.subscribe(store, connection_id, session_id)
             return {"statusCode": 200}
         logger.info("rejected WebSocket ticket")
         return {"statusCode": 401, "body": "Unauthorized"}
     if token.startswith("rt-"):
-        runtime = runtimes.runtime_for_token(store, token)
+        runtime = connections.runtime_for_token(store, token)
         if runtime is not None:  # an operator's shared Runtime: environment none only
-            runtimes.register_connection(store, connection_id, "runtime", runtime_id=runtime["runtime_id"],
+            connections.register_connection(store, connection_id, "runtime", runtime_id=runtime["runtime_id"],
                                          runtime_kind="shared")
             return {"statusCode": 200}
     elif token.startswith(ENROLLMENT_PREFIX):
         enrollment = enrollment_for_token(store, token)
         if enrollment is not None:  # spent at runtime.hello, which answers with the durable credential
-            runtimes.register_connection(store, connection_id, "runtime", runtime_kind="enrolling",
+            connections.register_connection(store, connection_id, "runtime", runtime_kind="enrolling",
                                          tenant=enrollment["tenant"], environment_id=enrollment["environment_id"],
                                          enrollment_hash=keys.enrollment_hash(enrollment))
             return {"statusCode": 200}
     elif token.startswith(CREDENTIAL_PREFIX):
         credential = credential_for_token(store, token)
         if credential is not None:  # an enrolled machine reconnecting: exactly its Environment
-            runtimes.register_connection(store, connection_id, "runtime", runtime_id=credential["runtime_id"],
+            connections.register_connection(store, connection_id, "runtime", runtime_id=credential["runtime_id"],
                                          runtime_kind="enrolled", tenant=credential["tenant"],
                                          environment_id=credential["environment_id"])
             return {"statusCode": 200}
     elif token:
         tenant = store.tenant_for_api_key(token)
         if tenant is not None:
-            runtimes.register_connection(store, connection_id, "client", tenant=tenant)
+            connections.register_connection(store, connection_id, "client", tenant=tenant)
             return {"statusCode": 200}
     logger.info("rejected WebSocket connection")
     return {"statusCode": 401, "body": "Unauthorized"}

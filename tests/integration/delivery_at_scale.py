@@ -15,7 +15,7 @@ from typing import Any
 import openai
 
 from agents_core.apikeys import create_key
-from agents_core.runtimes import create_runtime_token
+from agents_core.runtimes.connections import create_runtime_token
 from local.inprocess import wait_for
 from tests.integration.raw_runtime import RawRuntime
 from tests.integration.test_turns import pending, result, session_with, turn_status

@@ -8,7 +8,7 @@ import json
 import threading
 from typing import Any
 
-from agents_core.runtimes import create_runtime_token
+from agents_core.runtimes.connections import create_runtime_token
 from local.inprocess import wait_for
 from runtime.capabilities import declarations
 

@@ -5,7 +5,7 @@ import pytest
 from moto import mock_aws
 
 from agents_core.apikeys import create_key
-from agents_core.runtimes import create_runtime_token
+from agents_core.runtimes.connections import create_runtime_token
 from local.inprocess import InProcessStack
 from local.lambdas import MOTO_CONFIG
 from tests.integration.conftest import KEEP_BOTO3_SESSION, sdk

@@ -9,7 +9,7 @@ import os
 import openai
 import pytest
 
-from agents_core.runtimes import create_runtime_token
+from agents_core.runtimes.connections import create_runtime_token
 from local.inprocess import wait_for
 from tests.integration.raw_runtime import RawRuntime
 from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures

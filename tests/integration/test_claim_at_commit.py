@@ -6,7 +6,7 @@ Runtime the Turn stays queued for its `dispatch` command, as before."""
 
 import json
 
-from agents_core import runtimes
+from agents_core.runtimes import connections, dispatch
 from agents_core.store import unpack
 from local.inprocess import wait_for
 from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
@@ -70,7 +70,7 @@ def test_a_message_to_an_idle_session_claims_the_new_turn_in_its_commit(client, 
 
 
 def test_when_the_direct_start_is_lost_the_outbox_starts_the_execution(client, runtime, monkeypatch):
-    monkeypatch.setattr(runtimes, "start_now", lambda *args: None)
+    monkeypatch.setattr(dispatch, "start_now", lambda *args: None)
     session = session_with(client, "say hello")
     turn = client.beta.agents.sessions.turns.list(session.id).data[0]
     wait_for(lambda: turn_status(client, session.id, turn.id) == "completed", timeout=20)
@@ -122,7 +122,7 @@ def steer(client, session_id, text):
 def test_a_steer_that_reaches_the_runtime_before_turn_start_joins_the_turn_once(client, runtime, stack, monkeypatch):
     """The steer is posted straight after its commit while turn.start comes from the Turn's workflow:
     the Runtime holds it until the start, and the start carries only the input from before the claim."""
-    monkeypatch.setattr(runtimes, "start_now", lambda *args: None)  # the start waits for the outbox ...
+    monkeypatch.setattr(dispatch, "start_now", lambda *args: None)  # the start waits for the outbox ...
     stack.poller.pump = lambda: 0  # ... which is stopped for now
     try:
         session = session_with(client, "wait 20")
@@ -145,7 +145,7 @@ def test_a_message_to_a_queued_turn_is_part_of_its_start(client, stack):
     """With no Runtime yet the Turn stays queued: a message added meanwhile is delivered by turn.start."""
     session = session_with(client, "wait 0.1")
     steer(client, session.id, "say also this")
-    runtime = stack.connect_runtime(runtimes.create_runtime_token(stack.store, "late"), ["scripted"])
+    runtime = stack.connect_runtime(connections.create_runtime_token(stack.store, "late"), ["scripted"])
     turn = client.beta.agents.sessions.turns.list(session.id).data[0]
     start, = wait_for(lambda: started(runtime, turn.id), timeout=10)
     assert [m["content"][0]["text"] for m in start["input"]] == ["wait 0.1", "say also this"]
@@ -153,7 +153,7 @@ def test_a_message_to_a_queued_turn_is_part_of_its_start(client, stack):
 
 
 def test_a_cancel_that_reaches_the_runtime_before_turn_start_cancels_the_turn(client, runtime, stack, monkeypatch):
-    monkeypatch.setattr(runtimes, "start_now", lambda *args: None)
+    monkeypatch.setattr(dispatch, "start_now", lambda *args: None)
     stack.poller.pump = lambda: 0
     try:
         session = session_with(client, "wait 20\nsay never")

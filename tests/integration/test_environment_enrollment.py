@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from agents_core.apikeys import create_key
-from agents_core.runtimes import create_runtime_token
+from agents_core.runtimes.connections import create_runtime_token
 from agents_core.store import unpack
 from local.inprocess import wait_for
 from tests.integration.conftest import sdk
@@ -261,13 +261,13 @@ def test_an_expired_enrollment_connects_nothing_and_one_that_expires_before_hell
 def test_a_connection_forgotten_after_a_gone_post_leaves_its_environment_disconnected(client, stack, tmp_path):
     """A post that meets GoneException forgets the connection before `$disconnect` arrives (which then
     finds nothing): the Environment must not stay `connected` to a socket that is gone."""
-    from agents_core import runtimes
+    from agents_core.runtimes import connections
 
     session = self_hosted(client, workspace=str(tmp_path))
     machine = stack.connect_runtime(enroll(client, session.environment.id)["token"], ["scripted"],
                                     workspace=str(tmp_path))
     wait_for(lambda: machine.credential, timeout=10)
-    runtimes.forget_connection(stack.store, machine.connection_id)  # what post_safely does on Gone
+    connections.forget_connection(stack.store, machine.connection_id)  # what post_safely does on Gone
     assert client.beta.agents.environments.retrieve(session.environment.id).status == "disconnected"
     machine.kill()  # the late $disconnect changes nothing more
     kinds = [e["type"] for e in outbox_events(stack, "tenant-a", session.id)

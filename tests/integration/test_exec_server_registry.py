@@ -19,7 +19,7 @@ from botocore.credentials import Credentials
 from agents_core import keys
 from agents_core.apikeys import create_key
 from agents_core.environments import exec_server
-from agents_core.runtimes import create_runtime_token
+from agents_core.runtimes.connections import create_runtime_token
 from local.inprocess import wait_for
 from tests.integration.conftest import sdk
 from tests.integration.stack_fixtures import client, stack  # noqa: F401 - fixtures

@@ -67,7 +67,7 @@ def test_persistent_throttling_is_a_clear_429_and_writes_nothing(stack, client, 
     before = scan(stack)
     conflicts = flaky(monkeypatch, stack.store, [_cancelled("TransactionConflict")] * 100)
     # Every attempt fails here: the backoff's random jitter (~7 s of sleeping in all) is beside the point.
-    monkeypatch.setattr("agents_core.results.random", types.SimpleNamespace(random=lambda: 0.0))
+    monkeypatch.setattr("agents_core.engine.random", types.SimpleNamespace(random=lambda: 0.0))
     with pytest.raises(openai.RateLimitError) as err:
         client.beta.agents.sessions.events.create(session.id, events=[result(action, output="x")])
     assert err.value.status_code == 429 and err.value.body["code"] == "rate_limit_exceeded"
@@ -100,10 +100,10 @@ def test_a_terminal_observation_after_the_token_expired_settles_once(stack, clie
     session = session_with(client, "call get_weather {}\nsay late")
     action = pending(client, session.id)
     turn_item = stack.store.get({"PK": f"T#tenant-a#SESSION#{session.id}", "SK": f"TURN#{action.turn_id}"})
-    from agents_core import runtimes
     from agents_core.aws import default_workflow
-    assert runtimes.settle(stack.store, "tenant-a", session.id, action.turn_id, None, lost=True) == "failed"
-    outcome = runtimes.observe(stack.store, default_workflow(), turn_item["claimed_by"], {
+    from agents_core.runtimes import observations, settlement
+    assert settlement.settle(stack.store, "tenant-a", session.id, action.turn_id, None, lost=True) == "failed"
+    outcome = observations.observe(stack.store, default_workflow(), turn_item["claimed_by"], {
         "action": "turn.completed", "tenant": "tenant-a", "session_id": session.id, "turn_id": action.turn_id,
         "seq": 999})
     assert outcome == "ignored"

@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from agents_core.apikeys import create_key
-from agents_core.runtimes import create_runtime_token
+from agents_core.runtimes.connections import create_runtime_token
 from agents_core.store import unpack
 from local.inprocess import wait_for
 from runtime.capabilities import declarations

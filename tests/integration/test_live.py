@@ -9,9 +9,10 @@ from openai.types.beta.agent_session_event import AgentSessionEvent
 from pydantic import TypeAdapter
 
 from agents_core import keys as key_schema
-from agents_core import outbox, runtimes
+from agents_core import outbox
 from agents_core.apikeys import create_key
 from agents_core.aws import default_messenger, default_workflow
+from agents_core.runtimes import connections
 from agents_core.store import unpack
 from local.inprocess import wait_for
 from tests.integration.conftest import sdk
@@ -151,7 +152,7 @@ def test_stream_ticket_is_single_use_and_subscribes(stack, keys):
     got = []
     conn = stack.ws.connect(lambda text: got.append(json.loads(text)), {}, {"ticket": ticket["ticket"]})
     assert conn is not None
-    assert runtimes.connection(stack.store, conn)["tenant"] == "tenant-a"
+    assert connections.connection(stack.store, conn)["tenant"] == "tenant-a"
     assert stack.ws.connect(lambda text: None, {}, {"ticket": ticket["ticket"]}) is None  # single use
     send(client, session.id, "say hi")
     wait_for(lambda: len(got) >= 3)  # the new Turn's three events (no reply is posted during $connect)

@@ -39,7 +39,7 @@ def test_admission_and_reads_events(handlers, store):
 
 
 def test_websocket_and_stream_events(handlers, store):
-    from agents_core.runtimes import create_runtime_token
+    from agents_core.runtimes.connections import create_runtime_token
     context = LambdaContext("x")
     assert handlers["WsConnectFunction"](load_event("ws_connect-runtime.json"), context)["statusCode"] == 401
     create_runtime_token(store, "example", "rt-example")
@@ -51,8 +51,8 @@ def test_websocket_and_stream_events(handlers, store):
 
 def test_clients_event_on_an_unknown_connection_answers_with_an_error(handlers, store, monkeypatch):
     posted = []
-    from agents_core import runtimes
-    monkeypatch.setattr(runtimes, "post_safely", lambda messenger, store, connection_id, message: posted.append(message))
+    from agents_core.runtimes import connections
+    monkeypatch.setattr(connections, "post_safely", lambda messenger, store, connection_id, message: posted.append(message))
     assert handlers["ClientsFunction"](load_event("clients-subscribe.json"), LambdaContext("c"))["statusCode"] == 200
     assert posted[0]["type"] == "error" and posted[0]["error"]["param"] == "action"
 

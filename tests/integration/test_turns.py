@@ -3,7 +3,7 @@ poller delivering outbox records, and the reference scripted Runtime over the We
 
 import pytest
 
-from agents_core.runtimes import create_runtime_token
+from agents_core.runtimes.connections import create_runtime_token
 from local.inprocess import wait_for
 from tests.integration.stack_fixtures import HEARTBEAT_SECONDS, client, runtime, stack  # noqa: F401 - fixtures
 

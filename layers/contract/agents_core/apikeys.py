@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     store = DynamoStore(table, dynamodb_client(endpoint, args.region, emulator=_loopback(endpoint)))
     try:
         if args.runtime:
-            from .runtimes import create_runtime_token
+            from .runtimes.connections import create_runtime_token
 
             secret = create_runtime_token(store, args.runtime)
         else:

@@ -31,6 +31,7 @@ from .store import (
     CommitTooLarge,
     Contention,
     DynamoStore,
+    Transaction,
     TransactionConflict,
     item_size,
     marshal,
@@ -150,6 +151,21 @@ class Draft:
         self.bound_host: Optional[str] = None
         # The Session's pending function calls' JSON size so far (stored plus added in this commit), once read.
         self.required_actions_bytes: Optional[int] = None
+        # The request's Idempotency-Key record (results): written with this commit, or alone when nothing changes.
+        self.idempotency: Optional[dict[str, Any]] = None
+        # The commit sequence's steps (`attempt`): `before` just ahead of the transaction (the Turn this commit starts is
+        # claimed in it), `after` once it committed (direct sends and starts; the outbox repeats them at least once).
+        self._before: list[Callable[[Draft], Any]] = []
+        self._after: list[Callable[[], Any]] = []
+
+    def before_commit(self, step: Callable[[Draft], Any]) -> None:
+        """A step the engine runs once, after every decision of this commit and just before its transaction."""
+        if step not in self._before:
+            self._before.append(step)
+
+    def after_commit(self, hook: Callable[[], Any]) -> None:
+        """A hook the engine runs once the transaction committed (never after a lost race)."""
+        self._after.append(hook)
 
     # -- reads ---------------------------------------------------------------------------------
     @property
@@ -311,7 +327,15 @@ class Draft:
 
     def commit(self) -> bool:
         if not self.dirty and not self.tx.entries:
+            if self.idempotency is not None:
+                # Nothing changes (an empty batch or identical retries only), but the key still names this batch,
+                # so a different batch under it is a conflict later.
+                self.store.transact(self.store.new_transaction()
+                                    .check(keys.session(self.tenant, self.session_id), "attribute_exists(PK)")
+                                    .put(self.idempotency, "attribute_not_exists(PK)"))
             return False
+        if self.idempotency is not None:
+            self.tx.put(self.idempotency, "attribute_not_exists(PK)")
         self.flush()
         parts = outbox_parts(self.events, self.commands)
         seq = self.out_seq + 1
@@ -472,32 +496,84 @@ def run(store: DynamoStore, tenant: str, session_id: str, work: Callable[[Draft]
     `turn_id` and `prefetch` (the keys of, e.g., the CALL items the work will look at): read with the Session in one
     TransactGetItems (one request, one instant: nothing older than the Session it is decided with);
     `Draft.get` answers them without another request."""
-    for attempt in range(attempts):
-        turn_item, prefetched = None, {}
+    first = [item]
+
+    def decide() -> tuple[Draft, T]:
+        draft = read(store, tenant, session_id, first.pop() if first else None, turn_id, prefetch)
+        return draft, work(draft)
+
+    return attempt(decide, attempts)
+
+
+def read(store: DynamoStore, tenant: str, session_id: str, item: Optional[dict[str, Any]] = None,
+         turn_id: Optional[str] = None, prefetch: Sequence[dict[str, str]] = ()) -> Draft:
+    """A Draft of the Session as stored now (`item`: as the caller just read it), with `run`'s prefetched keys."""
+    turn_item, prefetched = None, {}
+    if item is None:
+        wanted = ([keys.turn(tenant, session_id, turn_id)] if turn_id else []) + list(prefetch)[:PREFETCH_KEYS]
+        found = store.transact_get([keys.session(tenant, session_id), *wanted]) if wanted else None
+        if found is None:
+            item = store.get(keys.session(tenant, session_id))
+        else:
+            item, rest = found[0], found[1:]
+            if turn_id:
+                turn_item, rest = rest[0], rest[1:]
+            prefetched = {keys.address(k): v for k, v in zip(wanted[1 if turn_id else 0:], rest, strict=True)}
         if item is None:
-            wanted = ([keys.turn(tenant, session_id, turn_id)] if turn_id else []) + list(prefetch)[:PREFETCH_KEYS]
-            found = store.transact_get([keys.session(tenant, session_id), *wanted]) if wanted else None
-            if found is None:
-                item = store.get(keys.session(tenant, session_id))
-            else:
-                item, rest = found[0], found[1:]
-                if turn_id:
-                    turn_item, rest = rest[0], rest[1:]
-                prefetched = {keys.address(k): v for k, v in zip(wanted[1 if turn_id else 0:], rest, strict=True)}
-            if item is None:
-                raise NotFound()
-        draft = Draft(store, tenant, item)
-        draft.prefetched = prefetched
-        if turn_item is not None and turn_id:
-            draft.turns[turn_id] = TurnState.from_item(turn_item)
-        result = work(draft)
-        try:
-            draft.commit()
+            raise NotFound()
+    draft = Draft(store, tenant, item)
+    draft.prefetched = prefetched
+    if turn_item is not None and turn_id:
+        draft.turns[turn_id] = TurnState.from_item(turn_item)
+    return draft
+
+
+def attempt(decide: Callable[[], tuple[Optional[Draft], T]], attempts: int = 50) -> T:
+    """The one commit sequence: `decide` reads and decides (a Draft, or None when nothing is to be written), the
+    Draft's before-commit steps run (the claim of the Turn it starts), its transaction commits, then its
+    after-commit hooks (direct sends and starts). A lost race (TransactionConflict, Contention) decides again
+    after `backoff`; `attempts` lost races are a 429 (Unavailable)."""
+    for lost in range(attempts):
+        draft, result = decide()
+        if draft is None:
             return result
+        for step in draft._before:
+            step(draft)
+        try:
+            committed = draft.commit()
         except (TransactionConflict, Contention):
-            item = None
-            time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter
+            backoff(lost)
+            continue
+        if committed:
+            for hook in draft._after:
+                hook()
+        return result
     raise Unavailable()
+
+
+def backoff(attempt: int) -> None:
+    """The pause after a lost race: jittered exponential, at most 0.3 s (every commit retry waits this way)."""
+    time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter
+
+
+def create(draft: Draft, transaction: Callable[[Draft], Transaction], attempts: int = 5) -> None:
+    """A new Session's first commit: its before-commit steps (the claim of the Turn its input starts), then the
+    `transaction` it builds (the Session put, conditioned on not existing), then its after-commit hooks. Nothing in
+    that transaction can change meanwhile, so only throttling is retried (the same transaction, `attempts` times);
+    a TransactionConflict is the caller's to name."""
+    for step in draft._before:
+        step(draft)
+    tx = transaction(draft)
+    for throttled in range(attempts):
+        try:
+            draft.store.transact(tx)
+            break
+        except Contention:
+            if throttled == attempts - 1:
+                raise Unavailable() from None
+            time.sleep(0.02 * (2 ** throttled))
+    for hook in draft._after:
+        hook()
 
 
 # ---- Turn lifecycle ------------------------------------------------------------------------------
@@ -623,7 +699,7 @@ def close_open_calls(store: DynamoStore, tenant: str, session_id: str, turn_id: 
                 store.transact(tx)
                 closed += len(calls[start:start + SETTLE_CHUNK])
         except (TransactionConflict, Contention):  # a call changed meanwhile: read what is still open
-            time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter
+            backoff(attempt)
     raise Unavailable()
 
 

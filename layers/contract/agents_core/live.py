@@ -14,9 +14,10 @@ from typing import Any, Optional
 
 from agents_contract.errors import InvalidRequest, NotFound
 
-from . import keys, runtimes
+from . import keys
 from .aws import Messenger
 from .ids import now
+from .runtimes import connections
 from .settings import get_settings
 from .store import DynamoStore, TransactionConflict
 
@@ -52,7 +53,7 @@ def redeem_ticket(store: DynamoStore, ticket: str) -> Optional[tuple[str, str]]:
 
 
 def subscribe(store: DynamoStore, connection_id: str, session_id: str) -> dict[str, Any]:
-    conn = runtimes.connection(store, connection_id)
+    conn = connections.connection(store, connection_id)
     if conn is None or conn.get("role") != "client":
         raise InvalidRequest("Only client connections subscribe to Sessions.", param="action")
     tenant = conn["tenant"]
@@ -118,7 +119,7 @@ def _claim(store: DynamoStore, connection_ids: list[str], session_id: str, seq: 
 def _post_all(store: DynamoStore, messenger: Messenger, connection_id: str, events: list[dict[str, Any]]) -> bool:
     """One subscriber's events of this commit, in order."""
     for event in events:
-        if not runtimes.post_safely(messenger, store, connection_id, event):
+        if not connections.post_safely(messenger, store, connection_id, event):
             return False  # GoneException: that connection was deleted
     return True
 

@@ -14,8 +14,9 @@ from typing import Any
 
 from agents_contract import jsonutil
 
-from . import keys, live, runtimes
+from . import keys, live
 from .aws import Messenger, Workflow
+from .runtimes import connections, dispatch
 from .store import DynamoStore, unpack
 
 
@@ -42,12 +43,12 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
     for command in commands:
         kind = command["type"]
         if kind == "dispatch":
-            runtimes.dispatch(store, workflow, tenant, session_id, command["turn_id"])
+            dispatch.dispatch(store, workflow, tenant, session_id, command["turn_id"])
         elif kind == "start_execution":
             workflow.start(tenant, session_id, command["turn_id"])
         elif kind == "await_environment":
             workflow.await_environment(tenant, session_id, command["turn_id"])
         elif kind == "deliver":
-            runtimes.post_safely(messenger, store, command["connection_id"], command["message"])
+            connections.post_safely(messenger, store, command["connection_id"], command["message"])
         else:
             raise ValueError(f"unknown outbox command {kind!r}")

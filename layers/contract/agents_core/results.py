@@ -9,19 +9,17 @@ is re-read and re-classified. An identical retry writes nothing.
 from __future__ import annotations
 
 import dataclasses
-import random
-import time
 from typing import Any, Optional
 
 from agents_contract import decisions, jsonutil, limits, parser, wire
-from agents_contract.errors import IdempotencyConflict, InvalidRequest, NotFound, Unavailable, UnsupportedConfiguration
+from agents_contract.errors import IdempotencyConflict, InvalidRequest, NotFound, UnsupportedConfiguration
 from agents_contract.harnessconfig import declaration
 
 from . import engine, keys
 from .ids import now
 from .observability import logger
 from .settings import get_settings
-from .store import Contention, DynamoStore, TransactionConflict
+from .store import DynamoStore
 
 MAX_EVENTS = limits.MAX_EVENTS_PER_BATCH
 CALL_ITEM_BUDGET = 399 * 1024  # a call item (arguments and result) within DynamoDB's 400 KB
@@ -40,11 +38,12 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
         raise InvalidRequest("The Idempotency-Key header must be 1 to 255 characters.", param="Idempotency-Key")
     batch_digest = jsonutil.digest(body["events"]) if idempotency_key else ""
     call_ids = list(dict.fromkeys(e.call_id for e in batch.events if isinstance(e, wire.ToolResultEvent)))
-    for attempt in range(50):
-        wanted = [keys.session(tenant, session_id)]
-        wanted += [keys.call(tenant, session_id, c) for c in call_ids]
-        if idempotency_key:
-            wanted.append(keys.idempotency_record(tenant, idempotency_key))
+    wanted = [keys.session(tenant, session_id)]
+    wanted += [keys.call(tenant, session_id, c) for c in call_ids]
+    if idempotency_key:
+        wanted.append(keys.idempotency_record(tenant, idempotency_key))
+
+    def decide() -> tuple[Optional[engine.Draft], None]:
         found = store.batch_get(wanted)
         session_item = found.get(keys.address(wanted[0]))
         if session_item is None:
@@ -54,38 +53,18 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
             if idem is not None:
                 if idem["digest"] != batch_digest or idem["session_id"] != session_id:
                     raise IdempotencyConflict()
-                return  # the same batch under the same key: already admitted
+                return None, None  # the same batch under the same key: already admitted
         calls = {item["call_id"]: item for item in found.values() if item.get("kind") == "call"}
         draft = engine.Draft(store, tenant, session_item)
         _apply(draft, batch.events, calls)
-        if draft.started is not None:
-            from . import runtimes
+        if idempotency_key:
+            draft.idempotency = {**keys.idempotency_record(tenant, idempotency_key), "kind": "idempotency",
+                                 "digest": batch_digest, "session_id": session_id,
+                                 "ttl": now() + get_settings().idempotency_ttl_seconds}
+        draft.after_commit(lambda: send_now(draft.commands))
+        return draft, None
 
-            runtimes.claim_started_turn(draft)
-        idem = ({**keys.idempotency_record(tenant, idempotency_key), "kind": "idempotency", "digest": batch_digest,
-                 "session_id": session_id, "ttl": now() + get_settings().idempotency_ttl_seconds}
-                if idempotency_key else None)
-        try:
-            if not draft.dirty and not draft.tx.entries:
-                # An empty batch or identical retries only: accepted and nothing changes, but a key
-                # still names this batch, so a different batch under it is a conflict later.
-                if idem is not None:
-                    store.transact(store.new_transaction()
-                                   .check(wanted[0], "attribute_exists(PK)")
-                                   .put(idem, "attribute_not_exists(PK)"))
-                return
-            if idem is not None:
-                draft.tx.put(idem, "attribute_not_exists(PK)")
-            draft.commit()
-            send_now(draft.commands)
-            if draft.started is not None:
-                from . import runtimes
-
-                runtimes.start_now(draft)
-            return
-        except (TransactionConflict, Contention):
-            time.sleep(min(0.3, 0.005 * (2 ** min(attempt, 6))) * random.random())  # noqa: S311 - jitter
-    raise Unavailable()
+    engine.attempt(decide)
 
 
 def send_now(commands: list[dict[str, Any]]) -> None:
@@ -195,7 +174,9 @@ def _message(draft: engine.Draft, messages: list[list[dict[str, Any]]]) -> None:
     environments.refuse_input(draft.store, draft.tenant, draft.session_id, draft.snapshot.environment)
     active = draft.active_turn
     if active is None:
-        engine.start_turn(draft, messages)
+        from .runtimes import dispatch  # only a message to an idle Session starts (and claims) a Turn
+
+        dispatch.start_turn(draft, messages)
         return
     turn = draft.turn(active["id"])
     assert turn is not None

@@ -22,6 +22,7 @@ from .settings import get_settings
 from .store import (
     Contention,
     DynamoStore,
+    Transaction,
     TransactionConflict,
     pack,
     unpack,
@@ -105,37 +106,33 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     draft.emit_session("agent.session.created")
     environments.announce(draft, snapshot.environment, reused)
     if request.input is not None:
-        from . import runtimes  # only a create with input claims a Turn
+        from .runtimes import dispatch  # only a create with input claims a Turn
 
-        engine.start_turn(draft, resources.input_messages(request.input))
-        runtimes.claim_started_turn(draft)
-        # `agent.session.created` carries the Session as this commit leaves it (the 201 body's status,
-        # in_progress with initial input), though it comes first among the commit's events.
-        draft.events[0]["session"] = draft.session_resource()
-    item.update(status=draft.status, active_turn=jsonutil.dumps(draft.active_turn), item_seq=draft.item_seq,
-                out_seq=1, required_actions=jsonutil.dumps(draft.required_actions))
-    tx = store.new_transaction()
-    if saved is not None:
-        tx.check(keys.agent(tenant, agent_id), "attribute_exists(PK)")
-    tx.put(item, "attribute_not_exists(PK)")
-    # a workspace Session's own Environment, created with it (or the named one it now uses)
-    environments.write_for_session(tx, draft, snapshot.environment, ts, request.environment, reused)
-    draft.flush()
-    tx.entries += draft.tx.entries
-    # nobody can have subscribed to a Session that does not exist yet: no subscriber query for it
-    tx.put(engine.outbox_record(tenant, session_id, 1, draft.events, draft.commands, fanout=False))
-    for attempt in range(5):
-        try:
-            store.transact(tx)
-            break
-        except TransactionConflict:
-            raise NotFound() from None  # the saved Agent was deleted meanwhile
-        except Contention:
-            if attempt == 4:
-                raise Unavailable() from None
-            time.sleep(0.02 * (2 ** attempt))
-    if draft.started is not None:
-        runtimes.start_now(draft)
+        dispatch.start_turn(draft, resources.input_messages(request.input))
+
+    def transaction(draft: engine.Draft) -> Transaction:  # once the Turn its input starts is claimed (or not)
+        if draft.started is not None:
+            # `agent.session.created` carries the Session as this commit leaves it (the 201 body's status,
+            # in_progress with initial input), though it comes first among the commit's events.
+            draft.events[0]["session"] = draft.session_resource()
+        item.update(status=draft.status, active_turn=jsonutil.dumps(draft.active_turn), item_seq=draft.item_seq,
+                    out_seq=1, required_actions=jsonutil.dumps(draft.required_actions))
+        tx = store.new_transaction()
+        if saved is not None:
+            tx.check(keys.agent(tenant, agent_id), "attribute_exists(PK)")
+        tx.put(item, "attribute_not_exists(PK)")
+        # a workspace Session's own Environment, created with it (or the named one it now uses)
+        environments.write_for_session(tx, draft, snapshot.environment, ts, request.environment, reused)
+        draft.flush()
+        tx.entries += draft.tx.entries
+        # nobody can have subscribed to a Session that does not exist yet: no subscriber query for it
+        tx.put(engine.outbox_record(tenant, session_id, 1, draft.events, draft.commands, fanout=False))
+        return tx
+
+    try:
+        engine.create(draft, transaction)
+    except TransactionConflict:
+        raise NotFound() from None  # the saved Agent was deleted meanwhile
     return session_view(item)
 
 

@@ -9,14 +9,3 @@ admission already checked the Harness declaration, dispatch checks the Runtime's
 One module per concern: `connections` (tokens, `$connect`, hello, who may serve what),
 `dispatch` (claiming Turns, `turn.start`), `observations` (the `turn.*` messages), `settlement`.
 """
-
-from agents_contract.errors import AgentsError
-
-from ..store import TransactionConflict
-from .connections import *  # noqa: F403
-from .connections import _ROLES  # noqa: F401 - tests reset the warm-container cache
-from .dispatch import *  # noqa: F403
-from .observations import *  # noqa: F403
-from .settlement import *  # noqa: F403
-
-__all__ = ["AgentsError", "TransactionConflict"]

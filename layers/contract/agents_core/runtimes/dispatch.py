@@ -99,11 +99,20 @@ def wait_for_environment(draft: engine.Draft, turn: engine.TurnState) -> None:
         environments.ask_for_connection(draft, env_id)
 
 
+def start_turn(draft: engine.Draft, messages: list[list[dict[str, Any]]]) -> engine.TurnState:
+    """A new Turn (`engine.start_turn`), claimed in the commit that starts it (`claim_started_turn`, which the
+    engine runs once every decision of the commit is made, just before its transaction)."""
+    turn = engine.start_turn(draft, messages)
+    draft.before_commit(claim_started_turn)
+    return turn
+
+
 def claim_started_turn(draft: engine.Draft) -> Optional[str]:
     """The Turn this commit starts is claimed in the same commit when a connected Runtime covers it,
     so no Streams hop lies between a message and `turn.start`: the committing Lambda starts the
-    execution right after its commit (`start_now`), and the commit's outbox starts it again if that
-    fails (starting is idempotent). With no eligible Runtime it stays queued for its dispatch command."""
+    execution right after its commit (`start_now`, an after-commit hook), and the commit's outbox starts
+    it again if that fails (starting is idempotent). With no eligible Runtime it stays queued for its
+    dispatch command."""
     turn = draft.started
     active = draft.active_turn or {}
     if turn is None or turn.status != "queued" or active.get("id") != turn.id or active.get("cancel_requested"):
@@ -115,7 +124,9 @@ def claim_started_turn(draft: engine.Draft) -> Optional[str]:
         wait_for_environment(draft, turn)
         return None
     draft.commands = [c for c in draft.commands if not (c["type"] == "dispatch" and c["turn_id"] == turn.id)]
-    return _claim(draft, turn, candidates[0])
+    claimed = _claim(draft, turn, candidates[0])
+    draft.after_commit(lambda: start_now(draft))
+    return claimed
 
 
 def start_now(draft: engine.Draft) -> None:
