@@ -11,6 +11,8 @@ from typing import Any, Optional
 
 import boto3
 
+from agents_contract.protocol import RUNTIME_HELLO
+
 from . import apigw, lambdas, motofix, streams, template, websocket
 
 
@@ -119,7 +121,7 @@ class LocalRuntime:
                                               close=self._closed)
         if self.connection_id is None:
             raise PermissionError("runtime connection rejected")
-        self.send({"action": "runtime.hello", "harnesses": declarations(harnesses)})
+        self.send({"action": RUNTIME_HELLO, "harnesses": declarations(harnesses)})
 
     def _receive(self, text: str) -> None:
         message = json.loads(text)

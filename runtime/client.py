@@ -13,6 +13,8 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import connect
 
+from agents_contract.protocol import RUNTIME_HELLO
+
 from .capabilities import declarations
 from .environments.workspace import Workspace
 from .harnesses import HarnessDriver
@@ -104,7 +106,7 @@ class RuntimeClient:
                     self._socket = socket
                     backoff = 0.2
                     engines = {h: d.engine for h, d in self.drivers.items()}
-                    hello: dict[str, Any] = {"action": "runtime.hello",
+                    hello: dict[str, Any] = {"action": RUNTIME_HELLO,
                                              "harnesses": declarations(list(self.drivers), engines)}
                     if self.hosted is not None:
                         hello["isolation"] = self.hosted.declaration()

@@ -13,6 +13,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from agents_contract.protocol import (
+    ACTION,
+    CHUNK,
+    OBSERVATIONS_FIELD,
+    ROUTE,
+    SEQ,
+    TURN_BATCH,
+    TURN_FAILED,
+    TURN_HEARTBEAT,
+    TURN_ITEM_ADDED,
+    TURN_ITEM_DONE,
+    TURN_OUTPUT_TEXT_DELTA,
+    TYPE,
+)
+
 Emit = Callable[[dict[str, Any]], None]
 
 log = logging.getLogger("runtime")
@@ -44,7 +59,7 @@ class TurnChannel:
     again. Heartbeats are unnumbered, so no observation traffic ever holds them back."""
 
     def __init__(self, start: dict[str, Any], send: Emit, heartbeat_seconds: float = 5.0):
-        self.route = {k: start[k] for k in ("tenant", "session_id", "turn_id")}
+        self.route = {k: start[k] for k in ROUTE}
         self.turn_id: str = start["turn_id"]
         self.send_raw = send
         self.seq = 0
@@ -79,7 +94,7 @@ class TurnChannel:
                     size = _size(self._message(group, 0))
                     reason = (f"The Harness produced a {action} of {size} bytes; a Runtime message holds at most "
                               f"{MAX_MESSAGE_BYTES} bytes, so the Turn cannot continue.")
-                    self._send_numbered([("turn.failed", {"error": {"message": reason}})])
+                    self._send_numbered([(TURN_FAILED, {"error": {"message": reason}})])
                     self.done.set()
                     raise ObservationTooLarge(reason)
                 self._send_numbered(group)
@@ -87,9 +102,9 @@ class TurnChannel:
     def _message(self, group: list[tuple[str, dict[str, Any]]], first: int) -> dict[str, Any]:
         if len(group) == 1:
             action, fields = group[0]
-            return {"action": action, **self.route, "seq": first, **fields}
-        return {"action": "turn.batch", **self.route,
-                "observations": [{"action": a, "seq": first + i, **f} for i, (a, f) in enumerate(group)]}
+            return {ACTION: action, **self.route, SEQ: first, **fields}
+        return {ACTION: TURN_BATCH, **self.route,
+                OBSERVATIONS_FIELD: [{ACTION: a, SEQ: first + i, **f} for i, (a, f) in enumerate(group)]}
 
     def _send_numbered(self, group: list[tuple[str, dict[str, Any]]]) -> None:
         self._wait_window(len(group))
@@ -172,7 +187,7 @@ class TurnChannel:
                     time.sleep(min(1.0, self.heartbeat_seconds))
                 elif not self.done.wait(self.heartbeat_seconds):
                     try:
-                        self.send_raw({"action": "turn.heartbeat", **self.route})
+                        self.send_raw({ACTION: TURN_HEARTBEAT, **self.route})
                     except ConnectionError:
                         log.warning("heartbeat for %s not sent: not connected", self.turn_id)
                 self._resend()
@@ -181,21 +196,21 @@ class TurnChannel:
     def message(self, item_id: str, text: str, phase: str | None) -> None:
         """A whole assistant message: item.added, one output_text.delta with the whole text, item.done."""
         self.emit_batch([
-            ("turn.item.added", {"item": assistant_message(item_id, phase, "in_progress", None)}),
-            ("turn.output_text.delta", {"item_id": item_id, "content_index": 0, "delta": text}),
-            ("turn.item.done", {"item": assistant_message(item_id, phase, "completed", text)}),
+            (TURN_ITEM_ADDED, {"item": assistant_message(item_id, phase, "in_progress", None)}),
+            (TURN_OUTPUT_TEXT_DELTA, {"item_id": item_id, "content_index": 0, "delta": text}),
+            (TURN_ITEM_DONE, {"item": assistant_message(item_id, phase, "completed", text)}),
         ])
 
 
 def _covers(message: dict[str, Any], seq: Any) -> bool:
-    if message.get("action") == "turn.batch":
-        return any(o.get("seq") == seq for o in message.get("observations", []))
-    return message.get("seq") == seq
+    if message.get(ACTION) == TURN_BATCH:
+        return any(o.get(SEQ) == seq for o in message.get(OBSERVATIONS_FIELD, []))
+    return message.get(SEQ) == seq
 
 
 def _split_delta(action: str, fields: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     delta = fields.get("delta")
-    if action != "turn.output_text.delta" or not isinstance(delta, str) or len(json.dumps(delta)) <= DELTA_BYTES:
+    if action != TURN_OUTPUT_TEXT_DELTA or not isinstance(delta, str) or len(json.dumps(delta)) <= DELTA_BYTES:
         return [(action, fields)]
     pieces, start = [], 0
     while start < len(delta):
@@ -215,7 +230,7 @@ class Reassembler:
         self._lock = threading.Lock()
 
     def feed(self, message: dict[str, Any]) -> dict[str, Any] | None:
-        if message.get("type") != "chunk":
+        if message.get(TYPE) != CHUNK:
             return message
         key, parts = str(message.get("id")), int(message.get("parts") or 0)
         with self._lock:

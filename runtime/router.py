@@ -9,6 +9,27 @@ import time
 from collections.abc import Callable
 from typing import Any, Optional
 
+from agents_contract.protocol import (
+    ACTION,
+    DELIVERED,
+    DELIVERY_ID,
+    ENVIRONMENT_IDLE,
+    ERROR,
+    EXECUTOR_EXPECT,
+    REF,
+    RUNTIME_WELCOME,
+    SEQ,
+    TURN_ACK,
+    TURN_CANCEL,
+    TURN_ENVIRONMENT,
+    TURN_FAILED,
+    TURN_ID,
+    TURN_INPUT,
+    TURN_START,
+    TURN_TOOL_RESULT,
+    TYPE,
+)
+
 from .environments.workspace import WORKSPACE_PLACEMENTS, Workspace, WorkspaceError
 from .harnesses import HarnessDriver, TurnHandle
 from .protocol import Emit, Reassembler, TurnChannel
@@ -55,39 +76,39 @@ class Runtime:
         if whole is None:
             return
         message = whole
-        kind = message.get("type")
-        if kind == "runtime.welcome":
+        kind = message.get(TYPE)
+        if kind == RUNTIME_WELCOME:
             if self.on_welcome is not None:
                 self.on_welcome(message)  # an enrolled machine keeps its Environment's credential
             self.welcomed.set()
             log.info("connected; serving %s", ", ".join(f"{h} ({d.engine})" for h, d in self.drivers.items()))
-        elif kind == "turn.start":
+        elif kind == TURN_START:
             self._start(message)
-        elif kind in ("turn.input", "turn.tool_result", "turn.cancel"):
-            if not self._first_delivery(message.get("delivery_id")):
+        elif kind in DELIVERED:
+            if not self._first_delivery(message.get(DELIVERY_ID)):
                 return  # Core posts after its commit and again from its outbox: at least once
             with self._lock:  # drivers' deliver() never blocks
-                turn_id = str(message.get("turn_id", ""))
+                turn_id = str(message.get(TURN_ID, ""))
                 handle = self.turns.get(turn_id)
                 if handle is None:
                     if turn_id not in self._ended:
                         self._hold(turn_id, message)  # ahead of its turn.start, which travels another path
                 elif not handle.done:
                     handle.deliver(message)
-        elif kind == "executor.expect" and getattr(self, "exec_server_hub", None) is not None:
+        elif kind == EXECUTOR_EXPECT and getattr(self, "exec_server_hub", None) is not None:
             self.exec_server_hub.on_message(message)  # an exec-server registered here (environments/exec_server.py)
-        elif kind == "turn.ack":
-            channel = self.channels.get(str(message.get("turn_id")))
-            if channel is not None and isinstance(message.get("seq"), int):
-                channel.ack(message["seq"])
-        elif kind == "error":
+        elif kind == TURN_ACK:
+            channel = self.channels.get(str(message.get(TURN_ID)))
+            if channel is not None and isinstance(message.get(SEQ), int):
+                channel.ack(message[SEQ])
+        elif kind == ERROR:
             self.errors.append(message)
             error = message.get("error") or {}
-            log.warning("Core rejected a message (turn %s, %s, seq %s): %s", message.get("turn_id"),
-                        message.get("action"), message.get("ref"), error.get("message"))
-            channel = self.channels.get(str(message.get("turn_id")))
+            log.warning("Core rejected a message (turn %s, %s, seq %s): %s", message.get(TURN_ID),
+                        message.get(ACTION), message.get(REF), error.get("message"))
+            channel = self.channels.get(str(message.get(TURN_ID)))
             if channel is not None and (error.get("type") == "server_error" or error.get("code") == "rate_limit_exceeded"):
-                channel.resend_from(message.get("ref"))  # transient: Core did not take it
+                channel.resend_from(message.get(REF))  # transient: Core did not take it
 
     def _hold(self, turn_id: str, message: dict[str, Any]) -> None:
         """Keeps a message for a Turn whose turn.start has not arrived yet (Core posts a steer or a
@@ -142,10 +163,10 @@ class Runtime:
             try:
                 message = self._place(message)
             except WorkspaceError as exc:
-                channel.finish("turn.failed", error={"message": str(exc)[:500]})
+                channel.finish(TURN_FAILED, error={"message": str(exc)[:500]})
                 return
             if driver is None:
-                channel.finish("turn.failed", error={"message": f"This Runtime does not serve '{message.get('harness')}'."})
+                channel.finish(TURN_FAILED, error={"message": f"This Runtime does not serve '{message.get('harness')}'."})
                 return
             starting = _Starting(channel)
             starting.queued.extend(held)  # what arrived ahead of this start, in arrival order
@@ -168,12 +189,12 @@ class Runtime:
         except SandboxError as exc:
             code = exc.code if isinstance(exc, PreparationFailed) else "sandbox_unavailable"
             log.warning("hosted Environment of turn %s failed: %s", message["turn_id"], exc)
-            channel.emit("turn.environment", status="failed", prepared=False,
+            channel.emit(TURN_ENVIRONMENT, status="failed", prepared=False,
                          error={"code": code, "message": str(exc)[:500], "type": "sandbox_error"})
-            channel.finish("turn.failed", error={"message": str(exc)[:500]})
+            channel.finish(TURN_FAILED, error={"message": str(exc)[:500]})
             self._drop_starting(message["turn_id"])
             return
-        channel.emit("turn.environment", status="connected", prepared=prepared)
+        channel.emit(TURN_ENVIRONMENT, status="connected", prepared=prepared)
         self._run(driver, {**message, "sandbox": sandbox}, channel)
 
     def _stopped(self, session: Any) -> None:
@@ -187,7 +208,7 @@ class Runtime:
         if running:
             return
         try:
-            self.send({"action": "environment.idle", "environment_id": box.env_id})
+            self.send({"action": ENVIRONMENT_IDLE, "environment_id": box.env_id})
         except ConnectionError:
             log.info("environment %s idle while disconnected", box.env_id)
 
@@ -201,7 +222,7 @@ class Runtime:
             handle = driver.start_turn(message, channel)
         except Exception as exc:  # noqa: BLE001 - a driver bug fails its Turn, never the Runtime
             log.exception("driver %s could not start turn %s", driver.harness, message["turn_id"])
-            channel.finish("turn.failed", error={"message": f"The Harness could not start: {exc}"[:300]})
+            channel.finish(TURN_FAILED, error={"message": f"The Harness could not start: {exc}"[:300]})
             return
         with self._lock:
             pending = self.turns.get(message["turn_id"])
@@ -275,10 +296,10 @@ class _Starting(TurnHandle):
         self.queued.append(message)
 
     def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
-        self.queued.append({"type": "turn.tool_result", "call_id": call_id, "result": result})
+        self.queued.append({"type": TURN_TOOL_RESULT, "call_id": call_id, "result": result})
 
     def steer(self, item: dict[str, Any]) -> None:
-        self.queued.append({"type": "turn.input", "item": item})
+        self.queued.append({"type": TURN_INPUT, "item": item})
 
     def cancel(self) -> None:
-        self.queued.append({"type": "turn.cancel"})
+        self.queued.append({"type": TURN_CANCEL})

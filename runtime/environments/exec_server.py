@@ -39,6 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from agents_contract.protocol import EXECUTOR_CONNECTED, EXECUTOR_DISCONNECTED, EXECUTOR_EXPECT, EXECUTOR_HOST
+
 from .loopserver import LoopServer
 
 log = logging.getLogger("runtime.executor")
@@ -101,7 +103,7 @@ class ExecServerHub(LoopServer):
 
     # -- Core's side ----------------------------------------------------------------------------------
     def announcement(self) -> dict[str, Any]:
-        return {"action": "executor.host", "url": self.public_url}
+        return {"action": EXECUTOR_HOST, "url": self.public_url}
 
     def connected_to_core(self) -> None:
         """A new Core connection: registrations made for the previous one are void there, so forget them and
@@ -117,7 +119,7 @@ class ExecServerHub(LoopServer):
         self.loop.call_soon_threadsafe(reset)
 
     def on_message(self, message: dict[str, Any]) -> None:
-        if message.get("type") != "executor.expect":
+        if message.get("type") != EXECUTOR_EXPECT:
             return
         expected = _Expected(str(message.get("registration_id")), str(message.get("environment_id")),
                              str(message.get("token_sha256")))
@@ -205,7 +207,7 @@ class ExecServerHub(LoopServer):
         link.fresh.set()
         if not link.reported:
             link.reported = True
-            self._tell({"action": "executor.connected", "registration_id": expected.registration_id})
+            self._tell({"action": EXECUTOR_CONNECTED, "registration_id": expected.registration_id})
             log.info("exec-server joined for %s", expected.environment_id)
         await ws.wait_closed()
         if link.exec_ws is ws:
@@ -220,7 +222,7 @@ class ExecServerHub(LoopServer):
             del self.links[env_id]  # its Turns are no longer bound here
         if link.exec_ws is None and link.reported and self.links.get(env_id) in (link, None):
             link.reported = False
-            self._tell({"action": "executor.disconnected", "registration_id": link.registration_id})
+            self._tell({"action": EXECUTOR_DISCONNECTED, "registration_id": link.registration_id})
             log.info("exec-server gone for %s", env_id)
 
     async def _app(self, ws: Any, env_id: str) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import abc
 from typing import Any
 
+from agents_contract.protocol import TURN_CANCEL, TURN_INPUT, TURN_TOOL_RESULT
+
 from ..protocol import TurnChannel
 
 
@@ -40,11 +42,11 @@ class TurnHandle(abc.ABC):
 
     def deliver(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
-        if kind == "turn.tool_result":
+        if kind == TURN_TOOL_RESULT:
             self.deliver_result(str(message.get("call_id")), message.get("result") or {})
-        elif kind == "turn.input":
+        elif kind == TURN_INPUT:
             self.steer(message.get("item") or {})
-        elif kind == "turn.cancel":
+        elif kind == TURN_CANCEL:
             self.cancel()
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agents_contract.protocol import TURN_START
+
 
 class AdapterError(Exception):
     """The native configuration cannot honour the frozen configuration: the start fails."""
@@ -30,9 +32,9 @@ def output_schema(start: dict[str, Any]) -> dict[str, Any] | None:
 
 def as_start(document: dict[str, Any]) -> dict[str, Any]:
     """Accept a turn.start message or a Session snapshot (`Snapshot.to_json()`)."""
-    if "type" in document and document.get("type") == "turn.start":
+    if "type" in document and document.get("type") == TURN_START:
         return document
-    return {"type": "turn.start", "agent": document["agent"], "environment": document["environment"],
+    return {"type": TURN_START, "agent": document["agent"], "environment": document["environment"],
             "harness": document.get("harness"), "impersonate": document.get("impersonate")}
 
 

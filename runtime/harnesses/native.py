@@ -27,6 +27,15 @@ import time
 from concurrent.futures import Future
 from typing import Any, Optional
 
+from agents_contract.protocol import (
+    TURN_CALL_ABANDONED,
+    TURN_CANCELLED,
+    TURN_FAILED,
+    TURN_ITEM_ADDED,
+    TURN_ITEM_DONE,
+    TURN_TOOL_RESULT_APPLIED,
+)
+
 from ..protocol import TurnChannel, assistant_message
 from . import HarnessDriver, TurnHandle
 
@@ -103,7 +112,7 @@ class NativeTurn(TurnHandle):
     async def run(self) -> None:
         native = await self.session._ensure(self.start)
         if self.cancel_requested:
-            self.channel.finish("turn.cancelled")
+            self.channel.finish(TURN_CANCELLED)
             return
         await self._begin(native)
         for item in self._early:  # steering that arrived while the process started
@@ -145,24 +154,24 @@ class NativeTurn(TurnHandle):
     def receipt(self, call_id: str, applied: bool) -> None:
         """A call's native result appeared in the live Turn: the receipt when it is the admitted result we
         answered with, otherwise an abandonment, never a receipt."""
-        self.channel.emit("turn.tool_result.applied" if applied else "turn.call.abandoned", call_id=call_id)
+        self.channel.emit(TURN_TOOL_RESULT_APPLIED if applied else TURN_CALL_ABANDONED, call_id=call_id)
 
     def abandon(self, call_id: str) -> None:
         """A call the native turn ended without completing."""
-        self.channel.emit("turn.call.abandoned", call_id=call_id)
+        self.channel.emit(TURN_CALL_ABANDONED, call_id=call_id)
 
     def fail(self, message: str) -> None:
         """The process went away under this Turn: it fails, and `run` returns."""
         if not self.done:
-            self.channel.finish("turn.failed", error={"message": message[:400]})
+            self.channel.finish(TURN_FAILED, error={"message": message[:400]})
             self.finished.set()
 
     def child_message(self, child_turn: str, item_id: str, phase: str, text: str) -> None:
         """A Subagent's whole assistant message, in its child Turn's history."""
         self.channel.emit_batch([
-            ("turn.item.added", {"child_turn_id": child_turn,
+            (TURN_ITEM_ADDED, {"child_turn_id": child_turn,
                                  "item": assistant_message(item_id, phase, "in_progress", None)}),
-            ("turn.item.done", {"child_turn_id": child_turn,
+            (TURN_ITEM_DONE, {"child_turn_id": child_turn,
                                 "item": assistant_message(item_id, phase, "completed", text)})])
 
 
@@ -227,11 +236,11 @@ class NativeSession:
             try:
                 await turn.run()
             except self.failures as exc:
-                turn.channel.finish("turn.failed", error={"message": self.failure_message(exc)})
+                turn.channel.finish(TURN_FAILED, error={"message": self.failure_message(exc)})
             except Exception as exc:  # noqa: BLE001 - a driver bug fails this Turn only
                 logging.getLogger(f"runtime.{self.driver.harness}").exception(
                     "%s turn %s failed", self.driver.harness, turn.channel.turn_id)
-                turn.channel.finish("turn.failed",
+                turn.channel.finish(TURN_FAILED,
                                     error={"message": f"The {self.driver.title} driver failed: {exc}"[:400]})
             finally:
                 self.current = None

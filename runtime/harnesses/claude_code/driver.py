@@ -26,6 +26,19 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from agents_contract.protocol import (
+    TURN_CANCELLED,
+    TURN_COMPLETED,
+    TURN_FAILED,
+    TURN_FUNCTION_CALL,
+    TURN_ITEM_ADDED,
+    TURN_ITEM_DONE,
+    TURN_SUBAGENT_CLOSED,
+    TURN_SUBAGENT_OPENED,
+    TURN_SUBAGENT_TURN_ENDED,
+    TURN_SUBAGENT_TURN_STARTED,
+)
+
 from ...protocol import TurnChannel
 from ..common import output_schema, tools_of
 from ..native import (
@@ -210,7 +223,7 @@ class ClaudeTurn(NativeTurn):
             self._release("commentary")
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         call = self.calls[call_id] = _Call(name, future)
-        self.channel.emit("turn.function_call", call_id=call_id, name=name, arguments=arguments, item_id=call_id,
+        self.channel.emit(TURN_FUNCTION_CALL, call_id=call_id, name=name, arguments=arguments, item_id=call_id,
                           **fields)
         result = await future  # cancelled by an interrupt: Claude Code synthesizes an error result
         call.answer = result
@@ -239,8 +252,8 @@ class ClaudeTurn(NativeTurn):
             opened = {"subagent_id": message.task_id, "name": message.description or None}
             if isinstance(prompt, str):
                 opened["instructions"] = prompt
-            self.channel.emit_batch([("turn.subagent.opened", opened),
-                                     ("turn.subagent.turn.started", {"subagent_id": message.task_id,
+            self.channel.emit_batch([(TURN_SUBAGENT_OPENED, opened),
+                                     (TURN_SUBAGENT_TURN_STARTED, {"subagent_id": message.task_id,
                                                                      "child_turn_id": child_turn})])
             return
         status = message.status if isinstance(message, (TaskNotificationMessage, TaskUpdatedMessage)) else None
@@ -250,8 +263,8 @@ class ClaudeTurn(NativeTurn):
             if task["task"] == message.task_id:
                 del self.tasks[spawn]
                 ended = {"completed": "completed", "failed": "failed"}.get(status, "cancelled")
-                self.channel.emit_batch([("turn.subagent.turn.ended", {"child_turn_id": task["turn"], "status": ended}),
-                                         ("turn.subagent.closed", {"subagent_id": task["task"]})])
+                self.channel.emit_batch([(TURN_SUBAGENT_TURN_ENDED, {"child_turn_id": task["turn"], "status": ended}),
+                                         (TURN_SUBAGENT_CLOSED, {"subagent_id": task["task"]})])
 
     def _child_assistant(self, message: Any) -> None:
         """A child's message (parent_tool_use_id = the Agent call): its text is the child's, its tool uses
@@ -351,9 +364,9 @@ class ClaudeTurn(NativeTurn):
         item = mcp_call(block.id, label, block.name[len(f"mcp__{label}__"):], block.input)
         self.mcp_uses[block.id] = item
         if child_turn:  # a Subagent's MCP call is an mcp_call Item in the child's history
-            self.channel.emit("turn.item.added", item=dict(item), child_turn_id=child_turn)
+            self.channel.emit(TURN_ITEM_ADDED, item=dict(item), child_turn_id=child_turn)
             return
-        self.channel.emit("turn.item.added", item=dict(item))
+        self.channel.emit(TURN_ITEM_ADDED, item=dict(item))
 
     def _mcp_done(self, block: Any) -> None:
         """The observed native result: an error result (isError, a server that failed) is `failed` with
@@ -366,7 +379,7 @@ class ClaudeTurn(NativeTurn):
             item.update(status="failed", error=text or "The MCP tool call failed.")
         else:
             item.update(status="completed", output=block.content)
-        self.channel.emit("turn.item.done", item=item)
+        self.channel.emit(TURN_ITEM_DONE, item=item)
 
     def _release(self, phase: str) -> None:
         if self.held is not None:
@@ -394,23 +407,23 @@ class ClaudeTurn(NativeTurn):
                 self.abandon(call_id)
         if self.cancel_requested:
             self._release("commentary")
-            self.channel.finish("turn.cancelled")
+            self.channel.finish(TURN_CANCELLED)
         elif message.is_error or message.subtype != "success":
             self._release("commentary")
             reason = message.result or "; ".join(message.errors or []) or self.last_error or \
                 f"Claude Code ended the Turn: {message.subtype}."
-            self.channel.finish("turn.failed", error={"message": str(reason)[:400]})
+            self.channel.finish(TURN_FAILED, error={"message": str(reason)[:400]})
         elif self.schema is not None:
             self._release("commentary")  # parent assistant prose keeps its own id
             answer_id = self.structured.validated
             if answer_id is None or message.result is None:
-                self.channel.finish("turn.failed", error={
+                self.channel.finish(TURN_FAILED, error={
                     "message": "Claude Code ended the Turn without the structured output the schema requires."})
             else:
                 self.channel.message(answer_id, message.result, "final_answer")  # result.result, unchanged
-                self.channel.finish("turn.completed")
+                self.channel.finish(TURN_COMPLETED)
         else:
             self._release("final_answer")
-            self.channel.finish("turn.completed")
+            self.channel.finish(TURN_COMPLETED)
         self.finished.set()
 

@@ -34,6 +34,20 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from agents_contract.protocol import (
+    TURN_CANCELLED,
+    TURN_COMPLETED,
+    TURN_FAILED,
+    TURN_FUNCTION_CALL,
+    TURN_ITEM_ADDED,
+    TURN_ITEM_DONE,
+    TURN_OUTPUT_TEXT_DELTA,
+    TURN_SUBAGENT_CLOSED,
+    TURN_SUBAGENT_OPENED,
+    TURN_SUBAGENT_TURN_ENDED,
+    TURN_SUBAGENT_TURN_STARTED,
+)
+
 from ...protocol import TurnChannel, assistant_message
 from ..common import AdapterError
 from ..native import (
@@ -223,7 +237,7 @@ class CodexTurn(NativeTurn):
             fields["child_turn_id"] = child
         else:
             self._release_held("commentary")
-        self.channel.emit("turn.function_call", call_id=call_id, name=params.get("tool"),
+        self.channel.emit(TURN_FUNCTION_CALL, call_id=call_id, name=params.get("tool"),
                           arguments=params.get("arguments"), item_id=call_id, **fields)
 
     def _is_child(self, thread: Any) -> bool:
@@ -250,7 +264,7 @@ class CodexTurn(NativeTurn):
             self._item_started(params.get("item") or {})
         elif method == "item/agentMessage/delta":
             if params.get("itemId") in self.messages:
-                self.channel.emit("turn.output_text.delta", item_id=params["itemId"], content_index=0,
+                self.channel.emit(TURN_OUTPUT_TEXT_DELTA, item_id=params["itemId"], content_index=0,
                                   delta=params.get("delta", ""))
         elif method == "item/completed":
             self._item_completed(params.get("item") or {})
@@ -275,7 +289,7 @@ class CodexTurn(NativeTurn):
             fields["parent_subagent_id"] = parent
         if isinstance(instructions, str):
             fields["instructions"] = instructions
-        self.channel.emit("turn.subagent.opened", **fields)
+        self.channel.emit(TURN_SUBAGENT_OPENED, **fields)
 
     def _collab(self, item: dict[str, Any], sender: Optional[str]) -> None:
         """A collabAgentToolCall (on the root, or on a child for a nested one): spawn and resume open a
@@ -290,14 +304,14 @@ class CodexTurn(NativeTurn):
                 if thread in self.children and thread not in self.closed_children:
                     self._end_child_turn(thread, "cancelled")
                     self.closed_children.add(thread)
-                    self.channel.emit("turn.subagent.closed", subagent_id=thread)
+                    self.channel.emit(TURN_SUBAGENT_CLOSED, subagent_id=thread)
 
     def _child_turn_started(self, thread: str, turn_id: str) -> None:
         if self.children.get(thread) == turn_id:
             return
         self._end_child_turn(thread, "completed")
         self.children[thread] = turn_id
-        self.channel.emit("turn.subagent.turn.started", subagent_id=thread, child_turn_id=turn_id)
+        self.channel.emit(TURN_SUBAGENT_TURN_STARTED, subagent_id=thread, child_turn_id=turn_id)
 
     def _end_child_turn(self, thread: str, status: str) -> None:
         turn_id = self.children.get(thread)
@@ -309,7 +323,7 @@ class CodexTurn(NativeTurn):
                 if self.calls.pop(call_id, None) is not None:
                     self.abandon(call_id)
         self.children[thread] = None
-        self.channel.emit("turn.subagent.turn.ended", child_turn_id=turn_id, status=status)
+        self.channel.emit(TURN_SUBAGENT_TURN_ENDED, child_turn_id=turn_id, status=status)
         if self.root_done is not None and all(t is None for t in self.children.values()):
             root, self.root_done = self.root_done, None
             self._completed({**root, "status": "interrupted"} if self.cancel_requested else root)
@@ -341,8 +355,8 @@ class CodexTurn(NativeTurn):
                 self._call_completed(item)
             elif kind == "mcpToolCall":
                 self.channel.emit_batch([
-                    ("turn.item.added", {"child_turn_id": child_turn, "item": _mcp_item(item, "in_progress")}),
-                    ("turn.item.done", {"child_turn_id": child_turn, "item": _mcp_item(item, "completed")})])
+                    (TURN_ITEM_ADDED, {"child_turn_id": child_turn, "item": _mcp_item(item, "in_progress")}),
+                    (TURN_ITEM_DONE, {"child_turn_id": child_turn, "item": _mcp_item(item, "completed")})])
             elif kind == "collabAgentToolCall":
                 self._collab(item, thread)
         elif method == "item/started" and (params.get("item") or {}).get("type") == "collabAgentToolCall":
@@ -358,7 +372,7 @@ class CodexTurn(NativeTurn):
         self._release_held("commentary")
         if kind == "agentMessage":
             self.messages.add(item["id"])
-            self.channel.emit("turn.item.added", item=assistant_message(item["id"], item.get("phase"),
+            self.channel.emit(TURN_ITEM_ADDED, item=assistant_message(item["id"], item.get("phase"),
                                                                         "in_progress", None))
 
     def _item_completed(self, item: dict[str, Any]) -> None:
@@ -367,7 +381,7 @@ class CodexTurn(NativeTurn):
             phase = item.get("phase")
             done = assistant_message(item["id"], phase, "completed", item.get("text", ""))
             if phase in ("commentary", "final_answer"):
-                self.channel.emit("turn.item.done", item=done)
+                self.channel.emit(TURN_ITEM_DONE, item=done)
             else:
                 self.held = done  # the phase is known once something follows it, or the turn ends
         elif kind == "dynamicToolCall":
@@ -375,8 +389,8 @@ class CodexTurn(NativeTurn):
         elif kind == "collabAgentToolCall":
             self._collab(item, None)
         elif kind == "mcpToolCall":
-            self.channel.emit_batch([("turn.item.added", {"item": _mcp_item(item, "in_progress")}),
-                                     ("turn.item.done", {"item": _mcp_item(item, "completed")})])
+            self.channel.emit_batch([(TURN_ITEM_ADDED, {"item": _mcp_item(item, "in_progress")}),
+                                     (TURN_ITEM_DONE, {"item": _mcp_item(item, "completed")})])
 
     def _call_completed(self, item: dict[str, Any]) -> None:
         call = self.calls.pop(str(item.get("id")), None)
@@ -389,7 +403,7 @@ class CodexTurn(NativeTurn):
     def _release_held(self, phase: str) -> None:
         if self.held is not None:
             held, self.held = self.held, None
-            self.channel.emit("turn.item.done", item={**held, "phase": phase})
+            self.channel.emit(TURN_ITEM_DONE, item={**held, "phase": phase})
 
     def _completed(self, turn: dict[str, Any]) -> None:
         status = turn.get("status")
@@ -402,18 +416,18 @@ class CodexTurn(NativeTurn):
             self.abandon(call_id)
         if status == "completed":
             self._release_held("final_answer")
-            self.channel.finish("turn.completed")
+            self.channel.finish(TURN_COMPLETED)
         elif status == "interrupted":
             self._release_held("commentary")
             if self.cancel_requested:
-                self.channel.finish("turn.cancelled")
+                self.channel.finish(TURN_CANCELLED)
             else:
-                self.channel.finish("turn.failed", error={"message": "Codex interrupted the Turn."})
+                self.channel.finish(TURN_FAILED, error={"message": "Codex interrupted the Turn."})
         else:
             self._release_held("commentary")
             message = ((turn.get("error") or {}).get("message") or self.last_error
                        or "Codex failed the Turn.")
-            self.channel.finish("turn.failed", error={"message": str(message)[:400]})
+            self.channel.finish(TURN_FAILED, error={"message": str(message)[:400]})
         self.finished.set()
 
 

@@ -28,6 +28,24 @@ import time
 import uuid
 from typing import Any, Optional
 
+from agents_contract.protocol import (
+    TURN_CALL_ABANDONED,
+    TURN_CANCEL,
+    TURN_CANCELLED,
+    TURN_COMPLETED,
+    TURN_FAILED,
+    TURN_FUNCTION_CALL,
+    TURN_INPUT,
+    TURN_ITEM_ADDED,
+    TURN_ITEM_DONE,
+    TURN_SUBAGENT_CLOSED,
+    TURN_SUBAGENT_OPENED,
+    TURN_SUBAGENT_TURN_ENDED,
+    TURN_SUBAGENT_TURN_STARTED,
+    TURN_TOOL_RESULT,
+    TURN_TOOL_RESULT_APPLIED,
+)
+
 from ...protocol import TurnChannel, assistant_message
 from .. import HarnessDriver, TurnHandle
 
@@ -78,14 +96,14 @@ class TurnRunner(TurnHandle):
 
     # -- Core -> Runtime ---------------------------------------------------------------------------
     def deliver_result(self, call_id: str, result: dict[str, Any]) -> None:
-        self.inbox.put({"type": "turn.tool_result", "call_id": call_id, "result": result})
+        self.inbox.put({"type": TURN_TOOL_RESULT, "call_id": call_id, "result": result})
 
     def steer(self, item: dict[str, Any]) -> None:
-        self.inbox.put({"type": "turn.input", "item": item})
+        self.inbox.put({"type": TURN_INPUT, "item": item})
 
     def cancel(self) -> None:
         self.cancelled.set()
-        self.inbox.put({"type": "turn.cancel"})
+        self.inbox.put({"type": TURN_CANCEL})
 
     # -- Runtime -> Core ---------------------------------------------------------------------------
     def emit(self, action: str, **fields: Any) -> None:
@@ -102,11 +120,11 @@ class TurnRunner(TurnHandle):
             self._execute()
         except Cancelled:
             for child, subagent in list(self.children.items()):  # a cancel interrupts the children first
-                self.emit("turn.subagent.turn.ended", child_turn_id=child, status="cancelled")
-                self.emit("turn.subagent.closed", subagent_id=subagent)
-            self.channel.finish("turn.cancelled")
+                self.emit(TURN_SUBAGENT_TURN_ENDED, child_turn_id=child, status="cancelled")
+                self.emit(TURN_SUBAGENT_CLOSED, subagent_id=subagent)
+            self.channel.finish(TURN_CANCELLED)
         except Exception as exc:  # noqa: BLE001 - any harness failure fails the Turn
-            self.channel.finish("turn.failed", error={"message": str(exc)[:200]})
+            self.channel.finish(TURN_FAILED, error={"message": str(exc)[:200]})
         finally:
             self.channel.done.set()
 
@@ -153,12 +171,12 @@ class TurnRunner(TurnHandle):
             elif verb == "sleep":
                 self._sleep(float(rest or 1))
             elif verb == "fail":
-                self.channel.finish("turn.failed", error={"message": "The script asked the Turn to fail."})
+                self.channel.finish(TURN_FAILED, error={"message": "The script asked the Turn to fail."})
                 return
             else:
                 self._message(f"scripted harness: unknown step {step!r}", "commentary")
             index += 1
-        self.channel.finish("turn.completed")
+        self.channel.finish(TURN_COMPLETED)
 
     def _check_cancel(self) -> None:
         if self.cancelled.is_set():
@@ -174,18 +192,18 @@ class TurnRunner(TurnHandle):
         fields: dict[str, Any] = {"call_id": call_id, "name": name, "arguments": arguments, "item_id": call_id}
         if child:
             fields["child_turn_id"] = child
-        self.emit("turn.function_call", **fields)
+        self.emit(TURN_FUNCTION_CALL, **fields)
         if abandon:
             time.sleep(0.05)
-            self.emit("turn.call.abandoned", call_id=call_id)
+            self.emit(TURN_CALL_ABANDONED, call_id=call_id)
             return
         while True:
             message = self._next()
-            if message.get("type") == "turn.tool_result" and message.get("call_id") == call_id:
+            if message.get("type") == TURN_TOOL_RESULT and message.get("call_id") == call_id:
                 self.results[call_id] = message["result"]  # applied to the live Turn that made the call
-                self.emit("turn.tool_result.applied", call_id=call_id)
+                self.emit(TURN_TOOL_RESULT_APPLIED, call_id=call_id)
                 return
-            if message.get("type") == "turn.input":
+            if message.get("type") == TURN_INPUT:
                 self.steps += script_lines([message.get("item", {})])
 
     def _mcp(self, rest: str) -> None:
@@ -196,7 +214,7 @@ class TurnRunner(TurnHandle):
         arguments = json.loads(raw) if raw.strip() else {}
         item = {"id": _new("mcp"), "type": "mcp_call", "server_label": label, "name": name, "arguments": arguments,
                 "output": None, "error": None, "status": "in_progress"}
-        self.emit("turn.item.added", item=dict(item))
+        self.emit(TURN_ITEM_ADDED, item=dict(item))
         try:
             result = call(self.start_message, label, name, arguments)
         except McpCallError as exc:
@@ -207,24 +225,24 @@ class TurnRunner(TurnHandle):
                 item.update(status="failed", error=text or "The MCP tool call failed.", output=result)
             else:
                 item.update(status="completed", output=result)
-        self.emit("turn.item.done", item=item)
+        self.emit(TURN_ITEM_DONE, item=item)
 
     def _subagent(self, call: str) -> None:
         """A child agent that makes one call: what a native Harness reports when it spawns a child."""
         subagent, child = _new("agent"), _new("child")
-        self.emit("turn.subagent.opened", subagent_id=subagent, name=f"{call.partition(' ')[0]} worker",
+        self.emit(TURN_SUBAGENT_OPENED, subagent_id=subagent, name=f"{call.partition(' ')[0]} worker",
                   instructions=f"call {call}")
-        self.emit("turn.subagent.turn.started", subagent_id=subagent, child_turn_id=child)
+        self.emit(TURN_SUBAGENT_TURN_STARTED, subagent_id=subagent, child_turn_id=child)
         self.children[child] = subagent
         self._call(call, child=child)
         item_id = _new("msg")
         self.channel.emit_batch([
-            ("turn.item.added", {"child_turn_id": child,
+            (TURN_ITEM_ADDED, {"child_turn_id": child,
                                  "item": assistant_message(item_id, "final_answer", "in_progress", None)}),
-            ("turn.item.done", {"child_turn_id": child,
+            (TURN_ITEM_DONE, {"child_turn_id": child,
                                 "item": assistant_message(item_id, "final_answer", "completed", "child done")}),
-            ("turn.subagent.turn.ended", {"child_turn_id": child, "status": "completed"}),
-            ("turn.subagent.closed", {"subagent_id": subagent}),
+            (TURN_SUBAGENT_TURN_ENDED, {"child_turn_id": child, "status": "completed"}),
+            (TURN_SUBAGENT_CLOSED, {"subagent_id": subagent}),
         ])
         del self.children[child]
 
@@ -235,13 +253,13 @@ class TurnRunner(TurnHandle):
         for _ in range(count):
             call_id = _new("call")
             waiting.add(call_id)
-            self.emit("turn.function_call", call_id=call_id, name=name, arguments=arguments, item_id=call_id)
+            self.emit(TURN_FUNCTION_CALL, call_id=call_id, name=name, arguments=arguments, item_id=call_id)
         while waiting:
             message = self._next()
-            if message.get("type") == "turn.tool_result" and message.get("call_id") in waiting:
+            if message.get("type") == TURN_TOOL_RESULT and message.get("call_id") in waiting:
                 waiting.discard(message["call_id"])
                 self.results[message["call_id"]] = message["result"]
-                self.emit("turn.tool_result.applied", call_id=message["call_id"])
+                self.emit(TURN_TOOL_RESULT_APPLIED, call_id=message["call_id"])
 
     def _next(self, timeout: Optional[float] = None) -> dict[str, Any]:
         deadline = None if timeout is None else time.time() + timeout
@@ -254,13 +272,13 @@ class TurnRunner(TurnHandle):
                 if deadline is not None and time.time() >= deadline:
                     return {}
                 continue
-            if message.get("type") == "turn.cancel":
+            if message.get("type") == TURN_CANCEL:
                 raise Cancelled()
             return message
 
     def _wait(self, seconds: float) -> list[str]:
         message = self._next(timeout=seconds)
-        if message.get("type") == "turn.input":
+        if message.get("type") == TURN_INPUT:
             return script_lines([message.get("item", {})])
         return []
 
