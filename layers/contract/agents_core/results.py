@@ -200,7 +200,8 @@ def _cancel(draft: engine.Draft) -> None:
     turn = draft.turn(active["id"])
     assert turn is not None
     if not turn.claimed_by:
-        engine.settle(draft, turn, "cancelled")  # never started: no calls, nothing to tell a Runtime
+        # never started: no calls, no Subagent child Turns, nothing to tell a Runtime
+        engine.settle(draft, turn, "cancelled")
         return
     if turn.cancel_requested:
         return

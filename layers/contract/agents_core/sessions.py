@@ -16,6 +16,7 @@ from agents_contract.errors import Conflict, InvalidRequest, NotFound, Unavailab
 from agents_contract.parser import Snapshot
 
 from . import engine, environments, keys
+from .draft import outbox_record
 from .ids import new_id, now
 from .pagination import ListParams, page
 from .settings import get_settings
@@ -126,7 +127,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
         draft.flush()
         tx.entries += draft.tx.entries
         # nobody can have subscribed to a Session that does not exist yet: no subscriber query for it
-        tx.put(engine.outbox_record(tenant, session_id, 1, draft.events, draft.commands, fanout=False))
+        tx.put(outbox_record(tenant, session_id, 1, draft.events, draft.commands, fanout=False))
         return tx
 
     try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from agents_contract import capabilities, jsonutil
+from agents_contract.parser import Snapshot
 
 from .. import engine, environments, keys
 from ..aws import Messenger, Workflow
@@ -177,7 +178,7 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
     session = session or store.get(keys.session(tenant, session_id))
     if session is None:
         raise ConnectionError("session vanished")
-    snapshot = engine.Snapshot.from_json(unpack(session["snapshot"]))
+    snapshot = Snapshot.from_json(unpack(session["snapshot"]))
     items = _turn_input(store, tenant, session_id, turn_id, turn)
     agent = snapshot.agent
     return {
@@ -249,7 +250,7 @@ def mcp_credentials(store: DynamoStore, tenant: str, session_id: str,
     it exists only in this turn.start. A deleted or undecryptable credential fails the Turn; it never
     falls back to anonymous."""
     session = session or store.get(keys.session(tenant, session_id))
-    snapshot = engine.Snapshot.from_json(unpack(session["snapshot"])) if session else None
+    snapshot = Snapshot.from_json(unpack(session["snapshot"])) if session else None
     if snapshot is None or not snapshot.credentials:
         return {}
     from .. import vaults  # only a Session with a credential decrypts (kms:Decrypt is Dispatch's alone)

@@ -14,7 +14,7 @@ from ..ids import new_id, now
 from ..observability import logger
 from ..store import DynamoStore
 from .connections import post_safely
-from .settlement import settlement_status
+from .settlement import end_turn, settlement_status
 
 # ---- observations --------------------------------------------------------------------------------
 
@@ -311,7 +311,7 @@ def _settle_now(draft: engine.Draft, turn: engine.TurnState, reported: str) -> N
         return
     if turn.claimed_by:  # the claim row is no longer needed once the Turn ends
         draft.tx.delete(keys.claim(turn.claimed_by, turn.id))
-    engine.settle(draft, turn, settlement_status(draft, turn, reported, lost=False))
+    end_turn(draft, turn, settlement_status(draft, turn, reported, lost=False))
 
 
 def _after(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger], connection_id: str,

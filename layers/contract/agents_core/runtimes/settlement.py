@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from agents_contract.errors import NotFound
 
-from .. import engine, environments, keys
+from .. import engine, environments, keys, subagents
 from ..aws import Workflow
 from ..environments import placement
 from ..settings import get_settings
@@ -24,6 +24,13 @@ def settlement_status(draft: engine.Draft, turn: engine.TurnState, reported: str
     if reported == "completed" and draft.snapshot.output_schema is not None and not turn.has_final_answer:
         return "failed"
     return reported
+
+
+def end_turn(draft: engine.Draft, turn: engine.TurnState, status: str) -> None:
+    """The final settlement commit (`engine.settle`): the Turn's Subagent child Turns end before it does."""
+    if turn.status not in engine.TERMINAL:
+        subagents.end_children(draft, turn, status)
+    engine.settle(draft, turn, status)
 
 
 def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outcome: Optional[dict[str, Any]],
@@ -68,7 +75,7 @@ def settle(store: DynamoStore, tenant: str, session_id: str, turn_id: str, outco
                 return False
             if turn.claimed_by:  # the claim row is no longer needed once the Turn ends
                 draft.tx.delete(keys.claim(turn.claimed_by, turn_id))
-            engine.settle(draft, turn, status)
+            end_turn(draft, turn, status)
             return True
 
         while not engine.run(store, tenant, session_id, step, turn_id=turn_id):
@@ -111,7 +118,7 @@ def expire_environment_wait(store: DynamoStore, tenant: str, session_id: str, tu
                        "runs openai_hosted Environments only on Runtimes that isolate each one.")
         turn.set(error=environments.turn_error(message),
                  x_agents_core={**(turn.doc.get("x_agents_core") or {}), "error": {"message": message}})
-        engine.settle(draft, turn, "failed")
+        end_turn(draft, turn, "failed")
         return "failed"
 
     try:
