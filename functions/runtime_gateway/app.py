@@ -9,6 +9,16 @@ other Turns go on. Accepted observations are answered with a cumulative `turn.ac
 import json
 
 from agents_contract.errors import AgentsError, ServerError
+from agents_contract.protocol import (
+    ACTION,
+    ENVIRONMENT_IDLE,
+    EXECUTOR_ACTIONS,
+    EXECUTOR_CONNECTED,
+    EXECUTOR_HOST,
+    RUNTIME_HELLO,
+    SEQ,
+    TURN_ID,
+)
 from agents_core.aws import default_messenger, default_workflow
 from agents_core.observability import logger
 from agents_core.runtimes import connections, dispatch, observations
@@ -36,9 +46,9 @@ def _exec_server(store, connection_id, conn, action, message):
     """An operator's Runtime hosting exec-server connections (agents_core/environments/exec_server_hosts.py)."""
     from agents_core.environments import exec_server_hosts
 
-    if action == "executor.host":
+    if action == EXECUTOR_HOST:
         _reply(connection_id, exec_server_hosts.announce_host(store, connection_id, conn, message))
-    elif action == "executor.connected":  # it now serves that Environment: its waiting Turns are offered
+    elif action == EXECUTOR_CONNECTED:  # it now serves that Environment: its waiting Turns are offered
         _, queue = exec_server_hosts.connected(store, connection_id, message)
         _offer_queued(store, connection_id, [queue])
     else:
@@ -58,20 +68,20 @@ def handler(event, context):
         observations.log_rejection(connection_id, None, None, None, error)
         _reply(connection_id, observations.error_frame(error))
         return {"statusCode": 200}
-    action, turn_id, seq = _field(message, "action"), _field(message, "turn_id"), _field(message, "seq")
+    action, turn_id, seq = _field(message, ACTION), _field(message, TURN_ID), _field(message, SEQ)
     try:
         conn = connections.connection(store, connection_id)
         if conn is None or conn.get("role") != "runtime":
             raise AgentsError("This connection is not a Runtime connection.", param="action")
-        if action == "runtime.hello":
+        if action == RUNTIME_HELLO:
             welcome, conn = connections.greet(store, connection_id, message)
             _reply(connection_id, welcome)
             _offer_queued(store, connection_id, connections.queued_pools(conn, welcome["harnesses"]))
         elif conn.get("runtime_kind") == "enrolling":
             raise AgentsError("Say runtime.hello first: it spends the enrollment.", param="action")
-        elif action == "environment.idle":
+        elif action == ENVIRONMENT_IDLE:
             connections.environment_idle(store, connection_id, message)
-        elif action in ("executor.host", "executor.connected", "executor.disconnected"):
+        elif action in EXECUTOR_ACTIONS:
             _exec_server(store, connection_id, conn, action, message)
         else:
             observations.observe(store, default_workflow(), connection_id, message, default_messenger())
