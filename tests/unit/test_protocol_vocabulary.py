@@ -17,7 +17,7 @@ from agents_contract import protocol
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "runtime-protocol.md"
 # Where the protocol is spoken with the module's constants (agents_core follows once its rewrite lands).
-SPEAKERS = ("runtime", "functions", "local")
+SPEAKERS = ("runtime", "functions", "local", "layers/contract/agents_core")
 
 
 def documented_message_types() -> set[str]:

@@ -14,6 +14,8 @@ from typing import Any
 import botocore.session
 from botocore.exceptions import ClientError
 
+from agents_contract import protocol
+
 from .observability import logger
 from .settings import get_settings
 
@@ -43,7 +45,7 @@ def chunks(text: str) -> list[str]:
         pieces.append(piece)
         start += len(piece)
     message_id = uuid.uuid4().hex[:16]
-    return [json.dumps({"type": "chunk", "id": message_id, "part": i, "parts": len(pieces), "data": piece},
+    return [json.dumps({"type": protocol.CHUNK, "id": message_id, "part": i, "parts": len(pieces), "data": piece},
                        separators=(",", ":")) for i, piece in enumerate(pieces)]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from agents_contract import decisions, jsonutil, limits, parser, wire
+from agents_contract import decisions, jsonutil, limits, parser, protocol, wire
 from agents_contract.errors import IdempotencyConflict, InvalidRequest, NotFound, UnsupportedConfiguration
 from agents_contract.harnessconfig import declaration
 
@@ -162,7 +162,7 @@ def _admit_result(draft: engine.Draft, event: wire.ToolResultEvent, call: dict[s
     active = draft.active_turn or {}
     if active.get("id") == call["turn_id"] and active.get("claimed_by"):
         engine.deliver_to(draft, call["turn_id"], active["claimed_by"],
-                          {"type": "turn.tool_result", "call_id": event.call_id, "result": sent})
+                          {"type": protocol.TURN_TOOL_RESULT, "call_id": event.call_id, "result": sent})
     draft.dirty = True
 
 
@@ -182,7 +182,7 @@ def _message(draft: engine.Draft, messages: list[list[dict[str, Any]]]) -> None:
     assert turn is not None
     for content in messages:
         message = engine.add_user_message(draft, turn, content)
-        engine.deliver(draft, turn, {"type": "turn.input", "item": message})
+        engine.deliver(draft, turn, {"type": protocol.TURN_INPUT, "item": message})
 
 
 def _accepting(draft: engine.Draft, record: decisions.CallRecord) -> bool:
@@ -211,6 +211,6 @@ def _cancel(draft: engine.Draft) -> None:
     if draft.status == "requires_action":
         draft.status = "in_progress"
         draft.emit_session("agent.session.in_progress")
-    engine.deliver(draft, turn, {"type": "turn.cancel"})
+    engine.deliver(draft, turn, {"type": protocol.TURN_CANCEL})
     draft.dirty = True
 

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 from urllib.parse import quote
 
+from agents_contract import protocol
 from agents_contract.errors import AgentsError, NotFound
 
 from .. import keys
@@ -219,7 +220,7 @@ def host_url(store: DynamoStore, env: dict[str, Any], registration_id: str, mess
                    "created_at": now(), "ttl": now() + 7 * 86400})
         try:
             (messenger or default_messenger()).post(host["connection_id"], {
-                "type": "executor.expect", "registration_id": registration_id, "environment_id": env["id"],
+                "type": protocol.EXECUTOR_EXPECT, "registration_id": registration_id, "environment_id": env["id"],
                 "tenant": env["tenant"], "session_id": env.get("session_id"),
                 "token_sha256": hashlib.sha256(token.encode()).hexdigest()})
         except ConnectionGone:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agents_contract import protocol
 from agents_contract.errors import AgentsError
 
 from .. import keys
@@ -43,7 +44,7 @@ def announce_host(store: DynamoStore, connection_id: str, conn: dict[str, Any], 
     store.put({**keys.exec_server_host(connection_id), "kind": "executor_host", "connection_id": connection_id,
                "url": url.rstrip("/"), **keys.listed_exec_server_host(HARNESS, now(), connection_id),
                "ttl": now() + 2 * 3600})
-    return {"type": "executor.host", "url": url.rstrip("/")}
+    return {"type": protocol.EXECUTOR_HOST, "url": url.rstrip("/")}
 
 
 def _registration(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> dict[str, Any]:

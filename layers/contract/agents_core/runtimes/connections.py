@@ -8,7 +8,7 @@ import re
 import secrets
 from typing import Any, Optional
 
-from agents_contract import capabilities
+from agents_contract import capabilities, protocol
 from agents_contract.errors import InvalidRequest
 from agents_contract.harnessconfig import HARNESS_NAMES
 
@@ -160,7 +160,7 @@ def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tu
         raise InvalidRequest("This connection is not a Runtime connection.", param="action")
     _declarations(message)
     host_id = _isolation(message, conn)
-    welcome: dict[str, Any] = {"type": "runtime.welcome"}
+    welcome: dict[str, Any] = {"type": protocol.RUNTIME_WELCOME}
     if host_id is not None and conn.get("runtime_kind") != "hosted":
         # An operator's Runtime that isolates each openai_hosted Environment: `hosted` from now on.
         conn = {**conn, "runtime_kind": "hosted", "host_id": host_id}

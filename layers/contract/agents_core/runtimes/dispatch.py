@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from agents_contract import capabilities, jsonutil
+from agents_contract import capabilities, jsonutil, protocol
 from agents_contract.parser import Snapshot
 
 from .. import engine, environments, keys
@@ -182,7 +182,7 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
     items = _turn_input(store, tenant, session_id, turn_id, turn)
     agent = snapshot.agent
     return {
-        "type": "turn.start", "tenant": tenant, "session_id": session_id, "turn_id": turn_id,
+        "type": protocol.TURN_START, "tenant": tenant, "session_id": session_id, "turn_id": turn_id,
         "harness": snapshot.harness, "impersonate": snapshot.impersonate,
         "agent": agent, "environment": _environment(store, tenant, session_id, snapshot.environment),
         "input": items,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from agents_contract import jsonutil, resources, runtime_items
+from agents_contract import jsonutil, protocol, resources, runtime_items
 from agents_contract.errors import AgentsError, InvalidRequest
 
 from .. import engine, keys, subagents
@@ -18,11 +18,7 @@ from .settlement import end_turn, settlement_status
 
 # ---- observations --------------------------------------------------------------------------------
 
-OBSERVATIONS = ("turn.item.added", "turn.item.done", "turn.output_text.delta", "turn.function_call",
-                "turn.tool_result.applied", "turn.call.abandoned", "turn.heartbeat", "turn.completed",
-                "turn.failed", "turn.cancelled", "turn.subagent.opened", "turn.subagent.closed",
-                "turn.subagent.turn.started", "turn.subagent.turn.ended")
-TERMINAL_OBSERVATIONS = {"turn.completed": "completed", "turn.failed": "failed", "turn.cancelled": "cancelled"}
+OBSERVATIONS = protocol.OBSERVATIONS
 
 # Limits of the Runtime protocol (docs/runtime-protocol.md, "Limits").
 MAX_SEQ = 2 ** 53  # a JSON number every client represents exactly
@@ -96,12 +92,12 @@ def _seq(value: Any, param: str) -> int:
 def parse_message(message: dict[str, Any]) -> tuple[str, str, str, list[Observation]]:
     """Routing and observations of a Runtime message, shape-checked (no store access)."""
     action = message.get("action")
-    if action != "turn.batch" and action not in OBSERVATIONS:
+    if action != protocol.TURN_BATCH and action not in OBSERVATIONS:
         raise Rejected(f"Unknown action '{str(action)[:64]}'.", param="action")
     tenant = _string(message.get("tenant"), "tenant", limit=256)
     session_id = _string(message.get("session_id"), "session_id", limit=256)
     turn_id = _string(message.get("turn_id"), "turn_id", limit=256)
-    if action == "turn.batch":
+    if action == protocol.TURN_BATCH:
         batch = message.get("observations")
         if not isinstance(batch, list) or not 1 <= len(batch) <= MAX_BATCH:
             raise Rejected(f"Invalid 'observations': expected a list of 1 to {MAX_BATCH} observations.",
@@ -111,13 +107,13 @@ def parse_message(message: dict[str, Any]) -> tuple[str, str, str, list[Observat
         batch, where = [message], "{}"
     observations = []
     for i, raw in enumerate(batch):
-        prefix = where.format(i) + "." if action == "turn.batch" else ""
+        prefix = where.format(i) + "." if action == protocol.TURN_BATCH else ""
         if not isinstance(raw, dict):
             raise Rejected(f"Invalid '{where.format(i)}': expected an object.", param=where.format(i))
         kind = raw.get("action")
         if kind not in OBSERVATIONS:
             raise Rejected(f"Unknown action '{str(kind)[:64]}'.", param=f"{prefix}action")
-        if kind == "turn.heartbeat" and raw.get("seq") is None:
+        if kind == protocol.TURN_HEARTBEAT and raw.get("seq") is None:
             observations.append(Observation(kind, 0, raw))  # an unnumbered heartbeat takes no place in the order
             continue
         observations.append(Observation(kind, _seq(raw.get("seq"), f"{prefix}seq"), raw))
@@ -139,7 +135,7 @@ def observe(store: DynamoStore, workflow: Workflow, connection_id: str, message:
     """
     tenant, session_id, turn_id, observations = parse_message(message)
     route = (tenant, session_id, turn_id)
-    if all(o.kind == "turn.heartbeat" for o in observations):
+    if all(o.kind == protocol.TURN_HEARTBEAT for o in observations):
         return _heartbeat(store, workflow, connection_id, route, observations, messenger)
     report = Report()
     engine.run(store, tenant, session_id, lambda draft: _drain(draft, connection_id, turn_id, observations, report),
@@ -182,7 +178,7 @@ def _heartbeat(store: DynamoStore, workflow: Workflow, connection_id: str, route
     for o in observations:
         if o.seq and o.seq > int(item.get("obs_seq", 0)):
             store.put({**keys.buffered_observation(tenant, session_id, turn_id, o.seq), "kind": "observation",
-                       "turn_id": turn_id, "seq": o.seq, "action": "turn.heartbeat", "ttl": now() + 86400})
+                       "turn_id": turn_id, "seq": o.seq, "action": protocol.TURN_HEARTBEAT, "ttl": now() + 86400})
             marked = True
     if marked:  # read again after the marker is down: an observation buffered meanwhile must not wait for it
         item = store.get(keys.turn(tenant, session_id, turn_id)) or item
@@ -237,20 +233,20 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
             break
         if following in waiting:
             draft.tx.delete(keys.buffered_observation(draft.tenant, draft.session_id, turn_id, following))
-            if waiting[following].kind != "turn.heartbeat":
+            if waiting[following].kind != protocol.TURN_HEARTBEAT:
                 turn.set(buffered=max(0, turn.buffered - 1))
             waiting.pop(following)
         pending.pop(following, None)
         turn.set(obs_seq=following)
         draft.dirty = True
         applied = True
-        if o.kind == "turn.heartbeat":
+        if o.kind == protocol.TURN_HEARTBEAT:
             continue
         try:
             _APPLY[o.kind](draft, turn, o.fields, report)
         except AgentsError as error:
             report.rejections.append((o, error))
-            if o.kind == "turn.function_call":
+            if o.kind == protocol.TURN_FUNCTION_CALL:
                 # A call Core cannot accept would leave the Harness waiting for a result that never
                 # comes: Core fails the Turn itself, at once.
                 report.fail_turn = error.message
@@ -328,17 +324,17 @@ def _after(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger
         if item and item.get("task_token"):
             workflow.fail(item["task_token"], "FunctionCallRejected", report.fail_turn[:200])
         if messenger is not None:  # the Harness stops the Turn; whatever it reports is ignored
-            post_safely(messenger, store, connection_id, {"type": "turn.cancel", "tenant": tenant,
+            post_safely(messenger, store, connection_id, {"type": protocol.TURN_CANCEL, "tenant": tenant,
                                                           "session_id": session_id, "turn_id": turn_id})
     if report.terminal and report.token:
         workflow.succeed(report.token, {"status": report.terminal, "final_answer": report.final_answer})
     if messenger is not None and (report.result in ("applied", "buffered", "duplicate") or report.closed):
-        post_safely(messenger, store, connection_id, {"type": "turn.ack", "turn_id": turn_id, "seq": report.acked})
+        post_safely(messenger, store, connection_id, {"type": protocol.TURN_ACK, "turn_id": turn_id, "seq": report.acked})
 
 
 def error_frame(error: AgentsError, *, action: Optional[str] = None, seq: Optional[int] = None,
                 turn_id: Optional[str] = None) -> dict[str, Any]:
-    frame: dict[str, Any] = {"type": "error", "ref": seq, "error": error.envelope()["error"]}
+    frame: dict[str, Any] = {"type": protocol.ERROR, "ref": seq, "error": error.envelope()["error"]}
     if action is not None:
         frame["action"] = action
     if turn_id is not None:
@@ -564,19 +560,19 @@ def _terminal(status: str):
 
 
 _APPLY = {
-    "turn.item.added": _item_added,
-    "turn.item.done": _item_done,
-    "turn.output_text.delta": _text_delta,
-    "turn.function_call": _function_call,
-    "turn.tool_result.applied": _applied,
-    "turn.call.abandoned": _abandoned,
-    "turn.completed": _terminal("completed"),
-    "turn.failed": _terminal("failed"),
-    "turn.cancelled": _terminal("cancelled"),
-    "turn.subagent.opened": subagents.opened,
-    "turn.subagent.closed": subagents.closed,
-    "turn.subagent.turn.started": subagents.turn_started,
-    "turn.subagent.turn.ended": subagents.turn_ended,
+    protocol.TURN_ITEM_ADDED: _item_added,
+    protocol.TURN_ITEM_DONE: _item_done,
+    protocol.TURN_OUTPUT_TEXT_DELTA: _text_delta,
+    protocol.TURN_FUNCTION_CALL: _function_call,
+    protocol.TURN_TOOL_RESULT_APPLIED: _applied,
+    protocol.TURN_CALL_ABANDONED: _abandoned,
+    protocol.TURN_COMPLETED: _terminal("completed"),
+    protocol.TURN_FAILED: _terminal("failed"),
+    protocol.TURN_CANCELLED: _terminal("cancelled"),
+    protocol.TURN_SUBAGENT_OPENED: subagents.opened,
+    protocol.TURN_SUBAGENT_CLOSED: subagents.closed,
+    protocol.TURN_SUBAGENT_TURN_STARTED: subagents.turn_started,
+    protocol.TURN_SUBAGENT_TURN_ENDED: subagents.turn_ended,
 }
 
 
@@ -586,5 +582,4 @@ def _turn_environment(draft: engine.Draft, turn: engine.TurnState, msg: dict[str
     environments.observe_turn(draft, turn, msg, out)
 
 
-OBSERVATIONS += ("turn.environment",)
-_APPLY["turn.environment"] = _turn_environment
+_APPLY[protocol.TURN_ENVIRONMENT] = _turn_environment
