@@ -89,25 +89,9 @@ class ProviderBridge(LoopServer):
 
     def socket_for(self, identity: str, owner: Optional[int] = None) -> str:
         """One namespace's socket (created once), answering only that namespace's token."""
-        path = self.directory / f"{identity}.sock"
-        key = str(path)
         self.token(identity)
-        if key in self._servers and path.exists():
-            return key
-
-        async def listen() -> None:
-            if path.exists():
-                path.unlink()
-            server = await asyncio.start_unix_server(lambda r, w: self._serve(r, w, identity), key)
-            if owner is not None:
-                os.chown(key, owner, owner)
-                os.chmod(key, 0o600)
-            else:
-                os.chmod(key, 0o666)  # noqa: S103 - reached only where it is bound (one namespace)
-            self._servers[key] = server
-
-        asyncio.run_coroutine_threadsafe(listen(), self.loop).result(10)
-        return key
+        return self.unix_socket(self.directory / f"{identity}.sock", lambda r, w: self._serve(r, w, identity),
+                                self._servers, owner)
 
     def stop(self) -> None:
         async def shutdown() -> None:

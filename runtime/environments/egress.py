@@ -285,26 +285,9 @@ class EgressProxy(LoopServer):
         """The Unix socket of one identity (created once): bind it into that namespace only. `packages`:
         the package registries only; `bridge`: the namespace's bridge socket."""
         name = f"{identity}.pkg.sock" if packages else f"{identity}.sock"
-        path = self.directory / name
-        key = str(path)
-        if key in self._servers and path.exists():
-            return key
         route = Route(identity + (" (packages)" if packages else ""), self.registries if packages else None,
                       None if packages else bridge)
-
-        async def listen() -> None:
-            if path.exists():
-                path.unlink()
-            server = await asyncio.start_unix_server(lambda r, w: self._serve(r, w, route), key)
-            if owner is not None:
-                os.chown(key, owner, owner)
-                os.chmod(key, 0o600)
-            else:
-                os.chmod(key, 0o666)  # noqa: S103 - reached only where it is bound (one namespace)
-            self._servers[key] = server
-
-        asyncio.run_coroutine_threadsafe(listen(), self.loop).result(10)
-        return key
+        return self.unix_socket(self.directory / name, lambda r, w: self._serve(r, w, route), self._servers, owner)
 
     def stop(self) -> None:
         async def shutdown() -> None:

@@ -5,7 +5,11 @@ direction of a connection."""
 from __future__ import annotations
 
 import asyncio
+import os
+import pathlib
 import threading
+from collections.abc import Awaitable, Callable
+from typing import Optional
 
 
 class LoopServer:
@@ -29,6 +33,30 @@ class LoopServer:
 
     async def _listen(self) -> None:
         raise NotImplementedError
+
+    def unix_socket(self, path: pathlib.Path, serve: Callable[[asyncio.StreamReader, asyncio.StreamWriter],
+                                                              Awaitable[None]],
+                    servers: dict[str, asyncio.AbstractServer], owner: Optional[int] = None) -> str:
+        """A Unix socket served on this loop (created once, kept in `servers`): owned by `owner` with mode
+        0600 (an Environment's uid), or 0666 when the Runtime runs Environments as itself; either way it is
+        reached only where it is bound (one namespace)."""
+        key = str(path)
+        if key in servers and path.exists():
+            return key
+
+        async def listen() -> None:
+            if path.exists():
+                path.unlink()
+            server = await asyncio.start_unix_server(serve, key)
+            if owner is not None:
+                os.chown(key, owner, owner)
+                os.chmod(key, 0o600)
+            else:
+                os.chmod(key, 0o666)  # noqa: S103 - reached only where it is bound (one namespace)
+            servers[key] = server
+
+        asyncio.run_coroutine_threadsafe(listen(), self.loop).result(10)
+        return key
 
 
 async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -270,11 +270,7 @@ class Sandbox:
         text = (f"#!{sys.executable} -I\nimport os, sys\nKEEP = {sorted(set(keep))!r}\nARGV = {argv!r}\n"
                 "env = {k: v for k, v in os.environ.items() if k in KEEP}\n"
                 "os.execve(ARGV[0], ARGV + sys.argv[1:], env)\n")
-        partial = path.with_suffix(".tmp")
-        partial.write_text(text)
-        partial.chmod(0o700)
-        partial.replace(path)
-        return str(path)
+        return _executable(path, text)
 
     def run(self, command: str, *, network: str, timeout: float, cwd: str = INSIDE_WORKSPACE,
             env: Optional[dict[str, str]] = None) -> int:
@@ -520,11 +516,16 @@ class HarnessNamespace:
         argv = self.argv(harness, [binary])
         text = (f"#!{sys.executable} -I\nimport os, sys\nARGV = {argv!r}\n"
                 "os.execv(ARGV[0], ARGV + sys.argv[1:])\n")
-        partial = path.with_suffix(".tmp")
-        partial.write_text(text)
-        partial.chmod(0o700)
-        partial.replace(path)
-        return str(path)
+        return _executable(path, text)
+
+
+def _executable(path: pathlib.Path, text: str) -> str:
+    """Write a launcher atomically, executable by its owner only."""
+    partial = path.with_suffix(".tmp")
+    partial.write_text(text)
+    partial.chmod(0o700)
+    partial.replace(path)
+    return str(path)
 
 
 def firewall_ruleset(table: str = "agents_core_sandboxes") -> str:

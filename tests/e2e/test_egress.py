@@ -16,7 +16,6 @@ completes, a required one fails the Turn naming it), and with 127.0.0.0/8 allowe
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import pathlib
@@ -30,7 +29,8 @@ import threading
 import pytest
 
 from local.inprocess import wait_for
-from tests.e2e.conftest import ROOT, RuntimeProcess, start_runtime, start_stack, stop_stack, tenant_client
+from tests.e2e.conftest import RuntimeProcess, start_runtime, start_stack, stop_stack, tenant_client
+from tests.e2e.test_hosted_environments import HostedRuntime, finished, inline
 
 pytestmark = pytest.mark.e2e
 
@@ -124,59 +124,15 @@ def allowed_server(tmp_path_factory):
         subprocess.run(["ip", "netns", "del", NETNS], check=False, capture_output=True)  # noqa: S603, S607
 
 
-class HostedRuntime(RuntimeProcess):
-    """An operator's host for hosted Environments (scripted, and codex and claude_code natively on the scripted
-    model provider) that allows exactly the test namespace's server."""
-
-    def __init__(self, info: dict, root: pathlib.Path):
-        self.info = info
-        self.root = root
-        self.directory = root / "hosted"
-        self.log = root / "provider.jsonl"
-        self.stderr = root / "hosted.log"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        args = [sys.executable, "-m", "runtime", "--url", self.info["websocket_url"], "--heartbeat", "0.5",
-                "--hosted-environments", str(self.directory), "--state-dir", str(self.root / "state"),
-                "--native", "codex,claude_code", "--model-provider", "scripted", "--provider-log", str(self.log)]
-        for harness in ("scripted", "codex", "claude_code"):
-            args += ["--harness", harness]
-        with open(self.stderr, "a") as err:
-            self.process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,  # noqa: S603
-                                            env={**os.environ, "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}",
-                                                 "AGENTS_CORE_RUNTIME_TOKEN": self.info["runtime_token"],
-                                                 "AGENTS_CORE_EGRESS_ALLOW": f"{ALLOWED_NS}/32"})
-        wait_for(lambda: "connected; serving" in self.stderr.read_text() or self.process.poll() is not None,
-                 timeout=30)
-        assert self.process.poll() is None, self.stderr.read_text()[-2000:]
-
-    def workspace(self, env_id: str) -> pathlib.Path:
-        return self.directory / "envs" / env_id / "workspace"
-
-
 @pytest.fixture(scope="module")
 def hosted(stack):
     root = pathlib.Path(tempfile.mkdtemp(dir="/var/tmp", prefix="e2e-egress-"))  # noqa: S108 - traversable
     os.chmod(root, 0o711)  # noqa: S103 - each Environment's uid reaches its own directory only
-    runtime = HostedRuntime(stack, root)
+    runtime = HostedRuntime(stack, root, egress_allow=f"{ALLOWED_NS}/32")  # exactly the test namespace's server
     runtime.start()
     yield runtime
     runtime.stop()
     subprocess.run(["rm", "-rf", str(root)], check=False)  # noqa: S603, S607
-
-
-def finished(client, session_id, timeout=180):
-    def ended():
-        turns = client.beta.agents.sessions.turns.list(session_id).data
-        return turns and turns[0].status in ("completed", "failed", "cancelled")
-
-    wait_for(ended, timeout=timeout, interval=0.2)
-    return client.beta.agents.sessions.turns.list(session_id).data[0]
-
-
-def inline(path: str, text: str) -> dict:
-    return {"type": "inline", "path": path, "data": base64.b64encode(text.encode()).decode()}
 
 
 # What tenant code tries, written to /workspace/probe-<where>.json. Raw sockets for the explicit proxy use, so

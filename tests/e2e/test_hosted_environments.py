@@ -30,9 +30,10 @@ class HostedRuntime(RuntimeProcess):
     """An operator's host for hosted Environments: every Harness, codex and claude_code natively on the
     scripted model provider, each Environment in its own sandbox under `directory`."""
 
-    def __init__(self, info: dict, root: pathlib.Path):
+    def __init__(self, info: dict, root: pathlib.Path, egress_allow: str = ""):
         self.info = info
         self.root = root
+        self.egress_allow = egress_allow  # the operator's AGENTS_CORE_EGRESS_ALLOW (empty: the public internet only)
         self.directory = root / "hosted"
         self.state = root / "state"
         self.log = root / "provider.jsonl"
@@ -49,7 +50,8 @@ class HostedRuntime(RuntimeProcess):
             self.process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,  # noqa: S603
                                             env={**os.environ, "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}",
                                                  "AGENTS_CORE_RUNTIME_TOKEN": self.info["runtime_token"],
-                                                 "OPENAI_API_KEY": "sk-operator-must-not-leak"})
+                                                 "OPENAI_API_KEY": "sk-operator-must-not-leak",
+                                                 "AGENTS_CORE_EGRESS_ALLOW": self.egress_allow})
         wait_for(lambda: "connected; serving" in self.stderr.read_text() or self.process.poll() is not None,
                  timeout=30)
         assert self.process.poll() is None, self.stderr.read_text()[-2000:]
