@@ -230,7 +230,7 @@ def project(windows: list[list[Hop]], rng: random.Random, draws: int = 400) -> d
 
 def main(turns: int = 12) -> dict:
     from agents_core.apikeys import create_key
-    from agents_core.runtimes import create_runtime_token
+    from agents_core.runtimes.connections import create_runtime_token
     from local import apigw
     from local.inprocess import InProcessStack, wait_for
     from local.lambdas import MOTO_CONFIG

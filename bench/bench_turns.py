@@ -148,7 +148,7 @@ def main() -> dict:
     from agents_core import live
     from agents_core.apikeys import create_key
     from agents_core.aws import default_messenger
-    from agents_core.runtimes import create_runtime_token
+    from agents_core.runtimes.connections import create_runtime_token
     from local import apigw
     from local.inprocess import InProcessStack, wait_for
     from local.lambdas import MOTO_CONFIG
