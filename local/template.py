@@ -64,9 +64,18 @@ def public_api() -> dict[str, Any]:
 
 
 def http_routes() -> list[Route]:
-    """The public REST API's routes: the functions' `Api` events (`ResponseTransferMode: RESPONSE_STREAM`:
-    a streaming integration)."""
+    """The public REST API's routes: the API's own `DefinitionBody` paths (Lambda proxy integrations) and the
+    functions' `Api` events, which SAM merges into it (`ResponseTransferMode: RESPONSE_STREAM`: a streaming
+    integration)."""
     routes = []
+    for path, methods in ((public_api().get("DefinitionBody") or {}).get("paths") or {}).items():
+        for method, spec in methods.items():
+            uri = spec["x-amazon-apigateway-integration"]["uri"]
+            function = re.search(r"\$\{(\w+)\.Arn\}", uri.get("Fn::Sub") if isinstance(uri, dict) else uri)
+            assert function, f"{method} {path}: not a Lambda integration of this template"
+            method = "ANY" if method == "x-amazon-apigateway-any-method" else method.upper()
+            routes.append(Route(method, path, function.group(1),
+                                spec["x-amazon-apigateway-integration"].get("responseTransferMode") == "STREAM"))
     for logical_id, res in resources("AWS::Serverless::Function").items():
         for event in (res["Properties"].get("Events") or {}).values():
             if event["Type"] == "Api":
