@@ -113,6 +113,13 @@ def throttling() -> tuple[float, int]:
     return 10_000.0, 5_000  # API Gateway's account-level defaults
 
 
+def reserved_concurrency() -> dict[str, int]:
+    """Function logical id -> its ReservedConcurrentExecutions (parameters resolve to their defaults)."""
+    return {k: int(_parameter(v["Properties"]["ReservedConcurrentExecutions"]))
+            for k, v in resources("AWS::Serverless::Function").items()
+            if v["Properties"].get("ReservedConcurrentExecutions") is not None}
+
+
 def _parameter(value: Any) -> Any:
     if isinstance(value, dict) and "Ref" in value:
         return load()["Parameters"][value["Ref"]]["Default"]
