@@ -113,6 +113,9 @@ def _environment(config: Config) -> None:
         "WEBSOCKET_URL": f"ws://127.0.0.1:{config.ws_port}",
         # a self_hosted Environment's remote_url: the exec-server registry, served by the HTTP gateway here
         "REMOTE_URL": f"http://127.0.0.1:{config.http_port}",
+        # the welcome tells Runtimes the WebSocket API's maximum connection duration (they rotate before it)
+        "WEBSOCKET_MAX_CONNECTION_SECONDS": str(max(1, int(float(os.environ.get(
+            "AGENTS_CORE_WS_MAX_CONNECTION_SECONDS") or 7200)))),
         "HEARTBEAT_SECONDS": str(config.heartbeat_seconds), "DEFAULT_HARNESS": os.environ.get("DEFAULT_HARNESS",
                                                                                                "scripted"),
         "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_DISABLED": "true",
@@ -462,6 +465,8 @@ class LocalStack:
         from starlette.routing import Route, WebSocketRoute
         from starlette.websockets import WebSocket, WebSocketDisconnect
 
+        from . import websocket as websocket_module
+
         ws = self.ws
 
         async def socket(websocket: WebSocket) -> None:
@@ -471,8 +476,9 @@ class LocalStack:
                 future = asyncio.run_coroutine_threadsafe(websocket.send_text(text), loop)
                 future.result(timeout=10)
 
-            def close(code: int) -> None:  # the gateway closes the socket (1009: over API Gateway's quota)
-                asyncio.run_coroutine_threadsafe(websocket.close(code=code), loop)
+            def close(code: int) -> None:  # the gateway closes the socket (1009: over a quota; 1001: its clock)
+                reason = "Going away" if code == websocket_module.GOING_AWAY else ""
+                asyncio.run_coroutine_threadsafe(websocket.close(code=code, reason=reason), loop)
 
             connection_id = await run_in_threadpool(ws.connect, send, dict(websocket.headers),
                                                     dict(websocket.query_params), close)

@@ -4,7 +4,10 @@ connections). Transport-agnostic: the server in `local.server` and in-process te
 
 API Gateway's limits hold here as in AWS: a message over 128 KB (or, on a real socket, a frame over
 32 KB) closes the connection with 1009 and never reaches a handler; a `@connections` post over 128 KB
-fails (PayloadTooLargeException, 413).
+fails (PayloadTooLargeException, 413). Every connection (Runtimes and subscribers) is closed with 1001
+("Going away") at its maximum duration (`AGENTS_CORE_WS_MAX_CONNECTION_SECONDS`, 7200 as in AWS) and
+after `AGENTS_CORE_WS_IDLE_SECONDS` (600) with no message either way; `$disconnect` is delivered unless
+`AGENTS_CORE_WS_DISCONNECT=never` (AWS delivers it on a best-effort basis: code must not depend on it).
 
 Delivery of one connection's messages (`AGENTS_CORE_WS_DELIVERY`):
 - `direct` (the default): on the receiving thread, one at a time in arrival order (in-process, the
@@ -38,7 +41,36 @@ log = logging.getLogger("local.websocket")
 MAX_MESSAGE_BYTES = 128 * 1024  # API Gateway WebSocket quota: message payload size
 MAX_FRAME_BYTES = 32 * 1024  # API Gateway WebSocket quota: frame size
 TOO_BIG = 1009  # the close code API Gateway uses for a message or frame over its quota
+GOING_AWAY = 1001  # the close code API Gateway uses at the maximum duration and the idle timeout
+MAX_CONNECTION_SECONDS = 7200  # API Gateway WebSocket quota: connection duration (2 hours, fixed)
+IDLE_SECONDS = 600  # API Gateway WebSocket quota: idle connection timeout (10 minutes, fixed)
 DELIVERY_MODES = ("direct", "ordered", "concurrent")
+
+
+def _seconds(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def max_connection_seconds() -> float:
+    return _seconds("AGENTS_CORE_WS_MAX_CONNECTION_SECONDS", MAX_CONNECTION_SECONDS)
+
+
+def idle_seconds() -> float:
+    return _seconds("AGENTS_CORE_WS_IDLE_SECONDS", IDLE_SECONDS)
+
+
+def delivers_disconnect() -> bool:
+    mode = os.environ.get("AGENTS_CORE_WS_DISCONNECT", "always").strip().lower() or "always"
+    if mode not in ("always", "never"):
+        raise ValueError("AGENTS_CORE_WS_DISCONNECT must be always or never")
+    return mode == "always"
 
 
 class PayloadTooLarge(Exception):
@@ -63,6 +95,8 @@ class Connection:
     inbox: Optional[queue.Queue[Optional[str]]] = None  # `ordered` delivery
     received: int = 0  # messages received (numbered in arrival order)
     started: int = 0  # the highest arrival number a handler has started on
+    opened: float = field(default_factory=time.monotonic)  # for the maximum duration
+    active: float = field(default_factory=time.monotonic)  # the last message either way (the idle timeout)
 
 
 def _context(connection_id: str, route: str, event_type: str, api_id: str, stage: str) -> dict[str, Any]:
@@ -96,6 +130,12 @@ class WebSocketGateway:
     seed: int = field(default_factory=lambda: int(os.environ.get("AGENTS_CORE_WS_SEED", "13")))
     reordered: int = 0  # messages a handler started after a later one of the same connection
     too_big: int = 0  # connections closed with 1009
+    max_connection_seconds: float = field(default_factory=max_connection_seconds)
+    idle_seconds: float = field(default_factory=idle_seconds)
+    deliver_disconnect: bool = field(default_factory=delivers_disconnect)
+    going_away: int = 0  # connections closed with 1001 (maximum duration or idle timeout)
+    _reaper: Optional[threading.Thread] = None
+    _stopped: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _pool: Optional[ThreadPoolExecutor] = None
     _rng: Optional[random.Random] = None
@@ -117,7 +157,24 @@ class WebSocketGateway:
         with self._lock:
             self.connections[connection_id] = Connection(connection_id, send, int(time.time()), lowered,
                                                          close=close)
+            if self._reaper is None:
+                self._reaper = threading.Thread(target=self._reap, daemon=True, name="ws-reaper")
+                self._reaper.start()
         return connection_id
+
+    def _reap(self) -> None:
+        """API Gateway's clock: a connection ends at its maximum duration, or idle for the idle timeout."""
+        tick = max(0.05, min(1.0, self.max_connection_seconds / 40, self.idle_seconds / 40))
+        while not self._stopped.wait(tick):
+            now = time.monotonic()
+            with self._lock:
+                due = [c for c in self.connections.values()
+                       if now - c.opened >= self.max_connection_seconds or now - c.active >= self.idle_seconds]
+            for conn in due:
+                log.info("closing %s with 1001 (%s)", conn.id,
+                         "maximum duration" if now - conn.opened >= self.max_connection_seconds else "idle")
+                self.going_away += 1
+                self.end(conn.id, GOING_AWAY)
 
     def receive(self, connection_id: str, body: str) -> None:
         """A message as the socket received it: checked against API Gateway's quota, then handed to its
@@ -125,6 +182,7 @@ class WebSocketGateway:
         conn = self.connections.get(connection_id)
         if conn is None or not conn.open:
             return  # a closed connection's messages reach nothing
+        conn.active = time.monotonic()
         if len(body.encode()) > MAX_MESSAGE_BYTES:
             self.reject_too_big(connection_id)
             return
@@ -150,6 +208,7 @@ class WebSocketGateway:
 
     def shutdown(self) -> None:
         """The gateway stops: no connection delivers or receives anything more (no $disconnect)."""
+        self._stopped.set()
         with self._lock:
             closing, self.connections = list(self.connections.values()), {}
         for conn in closing:
@@ -166,12 +225,16 @@ class WebSocketGateway:
 
     def reject_too_big(self, connection_id: str) -> None:
         """API Gateway closes the connection with 1009; the message reaches no handler."""
-        conn = self.connections.get(connection_id)
         self.too_big += 1
-        self.disconnect(connection_id, code=TOO_BIG)
+        self.end(connection_id, TOO_BIG)
+
+    def end(self, connection_id: str, code: int) -> None:
+        """The gateway closes a connection itself: `$disconnect` (as the mode says), then the socket."""
+        conn = self.connections.get(connection_id)
+        self.disconnect(connection_id, code=code)
         if conn is not None and conn.close is not None:
             try:
-                conn.close(TOO_BIG)
+                conn.close(code)
             except Exception:  # noqa: BLE001, S110 - the socket may already be gone
                 pass
 
@@ -222,9 +285,13 @@ class WebSocketGateway:
         if conn is None:
             return
         conn.open = False
+        if not self.deliver_disconnect:
+            log.info("%s closed (%s); $disconnect not delivered (AGENTS_CORE_WS_DISCONNECT=never)", connection_id, code)
+            return
         event = {"headers": conn.headers,
                  "requestContext": {**_context(connection_id, "$disconnect", "DISCONNECT", self.api_id, self.stage),
-                                    "disconnectStatusCode": code, "disconnectReason": ""},
+                                    "disconnectStatusCode": code,
+                                    "disconnectReason": "Going away" if code == GOING_AWAY else ""},
                  "isBase64Encoded": False}
         self._invoke("$disconnect", event)
 
@@ -243,6 +310,7 @@ class WebSocketGateway:
             return False
         if len(data if isinstance(data, bytes) else data.encode()) > MAX_MESSAGE_BYTES:
             raise PayloadTooLarge(connection_id)
+        conn.active = time.monotonic()
         try:
             conn.send(data.decode() if isinstance(data, bytes) else data)
         except Exception:  # noqa: BLE001 - a socket that fails is gone
@@ -254,7 +322,7 @@ class WebSocketGateway:
         if conn is None:
             return None
         return {"ConnectedAt": conn.connected_at, "Identity": {"SourceIp": "127.0.0.1"},
-                "LastActiveAt": int(time.time())}
+                "LastActiveAt": int(time.time() - (time.monotonic() - conn.active))}
 
     def close(self, connection_id: str) -> bool:
         conn = self.connections.get(connection_id)

@@ -103,6 +103,14 @@ def parser() -> argparse.ArgumentParser:
                    help="idle native processes kept warm per Harness (least recently used stop first; "
                         "a stopped Session resumes its native thread on its next Turn)")
     p.add_argument("--heartbeat", type=float, default=float(os.environ.get("AGENTS_CORE_HEARTBEAT", "5")))
+    p.add_argument("--rotation-margin", type=float, metavar="SECONDS",
+                   default=float(os.environ.get("AGENTS_CORE_ROTATION_MARGIN", "300")),
+                   help="open the next connection this long before the WebSocket API's maximum connection duration "
+                        "(at most a quarter of it); the claimed Turns go on over it (default 300)")
+    p.add_argument("--max-connection-seconds", type=float, metavar="SECONDS",
+                   default=float(os.environ["AGENTS_CORE_MAX_CONNECTION_SECONDS"])
+                   if os.environ.get("AGENTS_CORE_MAX_CONNECTION_SECONDS") else None,
+                   help="the maximum connection duration (default: as Core's welcome says; API Gateway's is 7200)")
     p.add_argument("--stack", default=os.environ.get("AGENTS_CORE_STACK_FILE") or os.environ.get(
         "AGENTS_CORE_STATE_FILE") or ".local/stack.json",  # the second is the variable's old name
                    help="read url and token from a running local stack's stack file")
@@ -248,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                 driver.close()
             return 2
     client = RuntimeClient(args.url, args.token, drivers, args.heartbeat, workspace=workspace,
-                           credential_file=credential_file, hosted=hosted, egress=egress, namespace=namespace)
+                           credential_file=credential_file, hosted=hosted, egress=egress, namespace=namespace,
+                           rotation_margin=args.rotation_margin, max_connection_seconds=args.max_connection_seconds)
     if args.exec_server_listen:
         if "codex" not in args.native or workspace is not None or hosted is not None:
             p.error("--executor-listen needs --native codex on an operator's shared Runtime (not an Environment's, "

@@ -1,4 +1,13 @@
-"""The Runtime's WebSocket transport: connect with a Runtime token, hello, reconnect with backoff."""
+"""The Runtime's WebSocket transport: connect with a Runtime token, hello, reconnect with backoff, and
+rotate the connection before API Gateway's maximum duration (2 hours) closes it.
+
+Rotation: `margin` before the bound (at most a quarter of it) the Runtime opens its next connection and
+says `runtime.hello` there with the same `instance` (one id for the life of the process). Core moves the
+instance's claimed Turns to the new connection before it answers `runtime.welcome`; until that welcome the
+Runtime keeps sending on the old connection, then sends on the new one, sends again every observation not
+yet acknowledged (Core drops what it already applied, by `seq`), and still reads the old connection for
+DRAIN_SECONDS (a message Core posted to it just before the move) before closing it.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +15,7 @@ import json
 import logging
 import os
 import random
+import secrets
 import threading
 import time
 from typing import Any
@@ -13,7 +23,7 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import connect
 
-from agents_contract.protocol import RUNTIME_HELLO
+from agents_contract.protocol import RUNTIME_HELLO, RUNTIME_WELCOME, TYPE
 
 from .capabilities import declarations
 from .environments.workspace import Workspace
@@ -22,6 +32,17 @@ from .router import Runtime
 
 log = logging.getLogger("runtime")
 FRAME_CHARS = 32_000  # json.dumps writes ASCII: characters are bytes, each frame within 32 KB
+MAX_CONNECTION_SECONDS = 7200.0  # API Gateway's maximum connection duration, unless the welcome says otherwise
+ROTATION_MARGIN = 300.0  # the next connection opens this long before the bound (at most a quarter of it)
+DRAIN_SECONDS = 5.0  # the old connection is still read this long after the switch
+WELCOME_SECONDS = 15.0  # a next connection not welcomed within this is closed, and tried again
+RETRY_SECONDS = 5.0  # after a next connection that failed
+
+
+def rotation_after(max_seconds: float, margin: float) -> float:
+    """Seconds after a connection opened at which the next one opens: `margin` before the maximum duration,
+    never more than a quarter of it (a 20 s bound rotates at 15 s), never under one second."""
+    return max(1.0, max_seconds - min(max(0.0, margin), max_seconds / 4))
 
 
 def save_credential(path: str, credential: str) -> None:
@@ -56,8 +77,16 @@ def websocket_url(url: str) -> str:
 class RuntimeClient:
     def __init__(self, url: str, token: str, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
                  workspace: Workspace | None = None, credential_file: str | None = None, hosted: Any = None,
-                 egress: Any = None, namespace: Any = None):
+                 egress: Any = None, namespace: Any = None, rotation_margin: float = ROTATION_MARGIN,
+                 max_connection_seconds: float | None = None):
         self.url = url
+        # One identity across this process's connections: a rotation's hello names it, so Core moves the
+        # Turns claimed on the old connection to the new one.
+        self.instance = "rti_" + secrets.token_urlsafe(24)
+        self.rotation_margin = rotation_margin
+        self.max_connection_seconds = max_connection_seconds  # None: as the welcome says (else 7200)
+        self.learned_max_seconds: float | None = None
+        self.rotations = 0
         self.token = token
         # An Environment's Runtime: an enrollment token is spent at the first hello, whose welcome carries
         # the durable credential; it is kept in `credential_file` (mode 0600) and used on every reconnect.
@@ -75,6 +104,9 @@ class RuntimeClient:
         self.fatal: str | None = None  # why the Runtime cannot run (a refused token): the process exits
 
     def _welcomed(self, welcome: dict[str, Any]) -> None:
+        bound = welcome.get("max_connection_seconds")
+        if isinstance(bound, (int, float)) and not isinstance(bound, bool) and bound > 0:
+            self.learned_max_seconds = float(bound)
         self.environment_id = welcome.get("environment_id") or self.environment_id
         hub = getattr(self.runtime, "exec_server_hub", None)
         if hub is not None:  # an exec-server host: registrations of an earlier connection are void
@@ -97,23 +129,32 @@ class RuntimeClient:
                 raise ConnectionError("not connected")
             self._socket.send(data)
 
+    def rotation_after(self) -> float:
+        bound = self.max_connection_seconds or self.learned_max_seconds or MAX_CONNECTION_SECONDS
+        return rotation_after(bound, self.rotation_margin)
+
+    def _open(self) -> Any:
+        """A connection, with this process's hello sent on it."""
+        socket = connect(websocket_url(self.url), additional_headers={"Authorization": f"Bearer {self.token}"},
+                         open_timeout=10, max_size=2**22)
+        engines = {h: d.engine for h, d in self.drivers.items()}
+        hello: dict[str, Any] = {"action": RUNTIME_HELLO, "harnesses": declarations(list(self.drivers), engines),
+                                 "instance": self.instance}
+        if self.hosted is not None:
+            hello["isolation"] = self.hosted.declaration()
+        try:
+            socket.send(json.dumps(hello))
+        except Exception:
+            socket.close()
+            raise
+        return socket
+
     def run_forever(self) -> None:
         backoff = 0.2
         while not self._stop.is_set():
             try:
-                with connect(websocket_url(self.url), additional_headers={"Authorization": f"Bearer {self.token}"},
-                             open_timeout=10, max_size=2**22) as socket:
-                    self._socket = socket
-                    backoff = 0.2
-                    engines = {h: d.engine for h, d in self.drivers.items()}
-                    hello: dict[str, Any] = {"action": RUNTIME_HELLO,
-                                             "harnesses": declarations(list(self.drivers), engines)}
-                    if self.hosted is not None:
-                        hello["isolation"] = self.hosted.declaration()
-                    self.send(hello)
-                    self.connected.set()
-                    for raw in socket:
-                        self.runtime.on_message(json.loads(raw))
+                opened = time.monotonic()
+                socket = self._open()
             except InvalidStatus as exc:
                 status = exc.response.status_code
                 if status in (401, 403) and self.token.startswith("enr-") and self.credential_file \
@@ -134,13 +175,91 @@ class RuntimeClient:
                     break
                 log.warning("runtime connection refused (HTTP %s); reconnecting in %.1fs", status, backoff)
             except (OSError, ConnectionClosed, TimeoutError, InvalidHandshake) as exc:
-                log.warning("runtime connection lost (%s); reconnecting in %.1fs", type(exc).__name__, backoff)
-            finally:
-                self._socket = None
-                self.connected.clear()
+                log.warning("runtime connection failed (%s); reconnecting in %.1fs", type(exc).__name__, backoff)
+            else:
+                backoff = 0.2
+                try:
+                    self._serve(socket, opened)
+                except (OSError, TimeoutError) as exc:
+                    log.warning("runtime connection failed (%s)", type(exc).__name__)
+                log.warning("runtime connection lost; reconnecting in %.1fs", backoff)
             if self._stop.wait(backoff):
                 break
             backoff = min(10.0, backoff * 2) * (0.5 + random.random())  # noqa: S311 - jitter
+
+    def _serve(self, socket: Any, opened: float) -> None:
+        """Read the current connection (and, around a rotation, the next and the previous ones) until the
+        current one is lost. Returns then; the caller reconnects (with the same instance: Core still holds
+        this process's Turns until the heartbeat bound)."""
+        current = socket
+        with self._send_lock:
+            self._socket = current
+        self.connected.set()
+        pending: tuple[Any, float] | None = None  # the next connection, until its welcome
+        draining: list[tuple[Any, float]] = []  # earlier connections, read until their deadline
+        retry_at = 0.0
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                if pending is None and now >= opened + self.rotation_after() and now >= retry_at:
+                    try:
+                        pending = (self._open(), now)
+                        log.info("rotating the runtime connection (open %.0fs)", now - opened)
+                    except (OSError, ConnectionClosed, TimeoutError, InvalidHandshake) as exc:
+                        log.warning("could not open the next connection (%s); trying again in %.0fs",
+                                    type(exc).__name__, RETRY_SECONDS)
+                        retry_at = now + RETRY_SECONDS
+                elif pending is not None and now - pending[1] > WELCOME_SECONDS:
+                    log.warning("the next connection was not welcomed; trying again in %.0fs", RETRY_SECONDS)
+                    pending[0].close()
+                    pending, retry_at = None, now + RETRY_SECONDS
+                for old, until in list(draining):
+                    if now >= until:
+                        old.close()
+                        draining.remove((old, until))
+                sockets = [current, *(s for s, _ in draining), *([pending[0]] if pending else [])]
+                if len(sockets) == 1:  # the usual case: block on the one connection until rotation is due
+                    timeout = min(1.0, max(0.05, opened + self.rotation_after() - now))
+                else:
+                    timeout = 0.02
+                for sock in sockets:
+                    try:
+                        raw = sock.recv(timeout=timeout)
+                    except TimeoutError:
+                        continue
+                    except ConnectionClosed:
+                        if sock is current and pending is None:
+                            return  # lost, not rotated
+                        if sock is current:  # closed while the next one waits for its welcome: it is next
+                            draining.append((current, now))
+                            current, opened, pending = pending[0], pending[1], None  # type: ignore[index]
+                            with self._send_lock:
+                                self._socket = current
+                        elif pending is not None and sock is pending[0]:
+                            pending, retry_at = None, now + RETRY_SECONDS
+                        else:
+                            draining = [(s, u) for s, u in draining if s is not sock]
+                        break
+                    message = json.loads(raw)
+                    if pending is not None and sock is pending[0] and message.get(TYPE) == RUNTIME_WELCOME:
+                        # Core moved this instance's Turns to the new connection: send there from now on.
+                        draining.append((current, now + DRAIN_SECONDS))
+                        current, opened, pending = sock, pending[1], None
+                        with self._send_lock:
+                            self._socket = current
+                        self.rotations += 1
+                        self.runtime.on_message(message)
+                        self.runtime.resend_unacknowledged()
+                        log.info("runtime connection rotated (%d Turns went on)", len(message.get("resumed_turns") or []))
+                        break
+                    self.runtime.on_message(message)
+        finally:
+            with self._send_lock:
+                if self._socket is current:
+                    self._socket = None
+            self.connected.clear()
+            for sock in [current, *(s for s, _ in draining), *([pending[0]] if pending else [])]:
+                sock.close()
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run_forever, name="runtime", daemon=True)

@@ -160,6 +160,10 @@ class TurnChannel:
             except ConnectionError:
                 return
 
+    def resend_now(self) -> None:
+        """Every unacknowledged observation, again, now (after the connection rotated)."""
+        self._resend(stale_only=False)
+
     @property
     def unacknowledged(self) -> int:
         with self._acks:

@@ -257,6 +257,13 @@ class Runtime:
             message = {**message, "namespace": self.namespace}
         return message
 
+    def resend_unacknowledged(self) -> None:
+        """After a rotation: every observation Core has not acknowledged goes again, on the new connection
+        (one sent on the old connection just as Core moved its Turn there was not taken; Core applies each
+        `seq` once)."""
+        for channel in list(self.channels.values()):
+            channel.resend_now()
+
     def close(self) -> None:
         for driver in self.drivers.values():
             driver.close()

@@ -21,7 +21,7 @@ from agents_contract.protocol import (
 )
 from agents_core.aws import default_messenger, default_workflow
 from agents_core.observability import logger
-from agents_core.runtimes import connections, dispatch, observations
+from agents_core.runtimes import connections, dispatch, instances, observations
 from agents_core.store import default_store
 
 
@@ -74,7 +74,9 @@ def handler(event, context):
         if conn is None or conn.get("role") != "runtime":
             raise AgentsError("This connection is not a Runtime connection.", param="action")
         if action == RUNTIME_HELLO:
+            instance = instances.parse(message)  # checked before the hello writes anything
             welcome, conn = connections.greet(store, connection_id, message)
+            welcome.update(instances.welcome(store, connection_id, conn, instance))  # a rotation takes its Turns
             _reply(connection_id, welcome)
             _offer_queued(store, connection_id, connections.queued_pools(conn, welcome["harnesses"]))
         elif conn.get("runtime_kind") == "enrolling":

@@ -1,9 +1,13 @@
-"""WebSocket `$disconnect`: forget the connection. A Runtime's claimed Turns fail now (their
-executions catch the task failure and settle them as failed, without replay)."""
+"""WebSocket `$disconnect`: forget the connection. A Runtime that said hello as an instance keeps its
+claimed Turns: it may come back on another connection (a rotation before API Gateway's 2-hour limit took
+them already), and only the heartbeat bound passing with no connection of it fails them (without replay).
+A Runtime that named no instance cannot come back: its claimed Turns fail now. `$disconnect` is best
+effort in AWS: nothing depends on it but the speed of that failure."""
 
+from agents_core import keys
 from agents_core.aws import default_workflow
 from agents_core.observability import logger
-from agents_core.runtimes import connections, settlement
+from agents_core.runtimes import connections, instances, settlement
 from agents_core.store import default_store
 
 
@@ -12,9 +16,16 @@ def handler(event, context):
     connection_id = event["requestContext"]["connectionId"]
     store = default_store()
     conn = connections.connection(store, connection_id)
+    kept = []
     if conn is not None and conn.get("role") == "runtime":
-        failed = settlement.fail_claimed_turns(store, default_workflow(), connection_id)
-        if failed:
-            logger.info("runtime lost", extra={"failed_turns": failed})
+        instance = instances.outlives(store, connection_id)
+        if instance:
+            kept = instances.closed(store, connection_id, instance)
+        else:
+            failed = settlement.fail_claimed_turns(store, default_workflow(), connection_id)
+            if failed:
+                logger.info("runtime lost", extra={"failed_turns": failed})
     connections.forget_connection(store, connection_id)
+    for claim in kept:  # the instance takes these back at its next hello (or the heartbeat bound fails them)
+        store.put({**claim, **keys.claim(connection_id, claim["turn_id"])})
     return {"statusCode": 200}

@@ -15,7 +15,7 @@ from runtime.capabilities import declarations
 
 class RawRuntime:
     def __init__(self, stack: Any, harnesses: tuple[str, ...] = ("scripted",), heartbeat: float = 0.4,
-                 token: str | None = None):
+                 token: str | None = None, instance: str | None = None):
         self.stack = stack
         self.frames: list[dict[str, Any]] = []
         self.seq: dict[str, int] = {}
@@ -24,7 +24,10 @@ class RawRuntime:
         self.conn = stack.ws.connect(lambda text: self.frames.append(json.loads(text)),
                                      {"Authorization": f"Bearer {token}"})
         assert self.conn is not None
-        self.send({"action": "runtime.hello", "harnesses": declarations(list(harnesses))})
+        hello: dict[str, Any] = {"action": "runtime.hello", "harnesses": declarations(list(harnesses))}
+        if instance is not None:  # one Runtime process across its connections (a rotation)
+            hello["instance"] = instance
+        self.send(hello)
         self.routes: dict[str, dict[str, str]] = {}
         threading.Thread(target=self._beat, args=(heartbeat,), daemon=True).start()
 

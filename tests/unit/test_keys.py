@@ -88,6 +88,7 @@ EXAMPLES = [
     ("environment_declarations_of_connection", ("c1=",), {"pk": "CONN#c1=", "sk_prefix": "H#ENV#"}),
     ("claim", ("c1=", "turn_1"), {"PK": "CONN#c1=", "SK": "CLAIM#turn_1"}),
     ("claims_of_connection", ("c1=",), {"pk": "CONN#c1=", "sk_prefix": "CLAIM#"}),
+    ("runtime_instance", ("ab12",), {"PK": "CONN#INSTANCE#ab12", "SK": "I"}),
     ("subscription", ("c1=", S), {"PK": "CONN#c1=", "SK": "SUB#sess_1"}),
     ("subscribers_of_session", (T, S), {"pk": "SUB#tenant-a#sess_1", "index": "GSI1"}),
     ("listed_subscriber", (T, S, "c1="), {"GSI1PK": "SUB#tenant-a#sess_1", "GSI1SK": "c1="}),

@@ -421,6 +421,12 @@ def claims_of_connection(connection_id: str) -> Range:
     return {"pk": connection_partition(connection_id), "sk_prefix": _CLAIM}
 
 
+def runtime_instance(instance_hash: str) -> Key:
+    """A Runtime instance (a process that keeps one identity across its connections): its newest connection.
+    Under CONN#: it is connection state, read and written by the functions that own connections."""
+    return _key(f"{CONNECTION}INSTANCE#{instance_hash}", "I")
+
+
 def subscription(connection_id: str, session_id: str) -> Key:
     """A client connection's subscription to a Session."""
     return _key(connection_partition(connection_id), f"{_SUBSCRIPTION}{session_id}")

@@ -16,7 +16,7 @@ from agents_contract import jsonutil
 
 from . import keys, live
 from .aws import Messenger, Workflow
-from .runtimes import connections, dispatch
+from .runtimes import connections, dispatch, instances
 from .store import DynamoStore, unpack
 
 
@@ -49,6 +49,7 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
         elif kind == "await_environment":
             workflow.await_environment(tenant, session_id, command["turn_id"])
         elif kind == "deliver":
-            connections.post_safely(messenger, store, command["connection_id"], command["message"])
+            if not connections.post_safely(messenger, store, command["connection_id"], command["message"]):
+                instances.follow(store, messenger, command)  # the Turn moved to a newer connection (a rotation)
         else:
             raise ValueError(f"unknown outbox command {kind!r}")

@@ -38,6 +38,9 @@ class Settings:
     environment_wait_seconds: int = 300
     connection_wait_state_machine_arn: Optional[str] = None
     heartbeat_seconds: int = 30
+    # API Gateway closes every WebSocket connection at 2 hours (a fixed quota); the welcome tells Runtimes so they
+    # rotate their connection before it (the local stack can shorten it: AGENTS_CORE_WS_MAX_CONNECTION_SECONDS).
+    websocket_max_connection_seconds: int = 7200
     turn_timeout_seconds: int = 3600
     # SSE (functions/session_stream): a stream ends cleanly after stream_max_seconds (API Gateway ends a
     # REST API stream at 15 minutes), sends a comment ping after stream_ping_seconds without an event
