@@ -1,5 +1,6 @@
 """`sam build` works here without Docker (runs only where SAM CLI is installed: `make sam-cli`)."""
 
+import json
 import pathlib
 import shutil
 import subprocess
@@ -26,3 +27,41 @@ def test_sam_build_without_containers(tmp_path):
     streaming = tmp_path / "build" / "SessionStreamFunction"
     assert (streaming / "run.sh").stat().st_mode & 0o111 and (streaming / "app.py").exists()
     assert (streaming / "uvicorn").is_dir() and (streaming / "starlette").is_dir()
+
+
+TRANSFORM = """
+import json, sys
+from samtranslator.translator.transform import transform
+from samtranslator.yaml_helper import yaml_parse
+
+class Policies:  # the managed policies SAM names (Tracing: Active), without asking IAM
+    def load(self):
+        return {"AWSXrayWriteOnlyAccess": "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess"}
+
+template = yaml_parse(open("template.yaml").read())
+for resource in template["Resources"].values():
+    props = resource.get("Properties", {})
+    for key in ("CodeUri", "DefinitionUri", "ContentUri"):  # what sam package would upload
+        if isinstance(props.get(key), str):
+            props[key] = "s3://bucket/" + props[key]
+json.dump(transform(template, {}, Policies())["Resources"], sys.stdout, default=str)
+"""
+
+
+@pytest.mark.skipif(not (ROOT / ".venv-sam" / "bin" / "python").exists(), reason="no SAM translator (make sam-cli)")
+def test_sams_transform_makes_one_stage_and_one_reads_permission():
+    """What SAM itself generates (issue 35, item 7): no Deployment stage beside the API's own (`Stage`), and one
+    resource-policy statement for the reads function, well under Lambda's 20 KB policy limit."""
+    out = subprocess.run([str(ROOT / ".venv-sam" / "bin" / "python"), "-c", TRANSFORM], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120, env={"AWS_DEFAULT_REGION": "us-east-1", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    resources = json.loads(out.stdout)
+    deployments = [r for r in resources.values() if r["Type"] == "AWS::ApiGateway::Deployment"]
+    assert len(deployments) == 1 and "StageName" not in deployments[0]["Properties"]
+    assert [r["Properties"]["StageName"] for r in resources.values() if r["Type"] == "AWS::ApiGateway::Stage"] == [
+        {"Ref": "Stage"}]
+    reads = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Permission"
+             and r["Properties"]["FunctionName"] == {"Ref": "ReadsFunction"}]
+    assert len(reads) == 1
+    body = resources["PublicApi"]["Properties"]["Body"]
+    assert sum(len(methods) for methods in body["paths"].values()) >= 59  # every route, the reads' and the events'
