@@ -51,6 +51,11 @@ Settings come from the environment:
   AGENTS_CORE_EGRESS_ALLOW     CIDRs the Runtimes' tenant connections may reach beyond the public internet
                                (empty: none; 127.0.0.0/8 for an MCP server on this machine's loopback)
   AGENTS_CORE_HEARTBEAT_SECONDS, AGENTS_CORE_WS_DELIVERY (direct|ordered|concurrent)
+  API Gateway's WebSocket limits, for Runtimes and subscribers alike (a closed connection gets code 1001):
+  AGENTS_CORE_WS_MAX_CONNECTION_SECONDS (7200)  close every connection at this age (API Gateway: 2 hours)
+  AGENTS_CORE_WS_IDLE_SECONDS (600)             close one with no message either way this long (10 minutes)
+  AGENTS_CORE_WS_DISCONNECT (always|never)      never: no $disconnect is delivered (AWS: best effort)
+  (frames over 32 KB and messages over 128 KB always close the connection with 1009, as API Gateway does)
 """
 
 
