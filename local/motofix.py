@@ -15,7 +15,8 @@ record, so a poller sleeps while nothing is written instead of asking moto twent
 parses each state machine definition once (`parse_each_definition_once`), makes a symmetric KMS key's
 unused RSA private key only if something reads it (`private_keys_when_used`), writes DynamoDB results
 as the JSON they already are (`plain_json_responses`), and has a Query read its partition, not the whole
-table sorted (`queries_read_what_they_need`).
+table sorted (`queries_read_what_they_need`). StartExecution keeps one execution per name
+(`one_execution_per_name`), as Step Functions does.
 """
 
 from __future__ import annotations
@@ -165,6 +166,34 @@ def _locked(method: Any) -> Any:
     return wrapper
 
 
+_STARTS = threading.RLock()
+
+
+def one_execution_per_name() -> None:
+    """StartExecution as Step Functions documents it for Standard workflows: a name is one execution; the same
+    name and input while it runs answers that execution, a closed one or other input ExecutionAlreadyExists
+    (API reference, StartExecution). moto checks the name, deep-copies the state machine, then appends the
+    execution, and marks it RUNNING only after that (until then its `status` raises AttributeError): two
+    concurrent starts of one name (a Turn's direct start and its outbox command) both passed the check, and
+    the Turn ran two executions, each Dispatch task sending its own turn.start. Each start runs whole under
+    one lock (the execution's own thread starts inside it and runs outside it)."""
+    from moto.stepfunctions.models import StepFunctionBackend
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    for backend in (StepFunctionBackend, StepFunctionsParserBackend):
+        start = vars(backend)["start_execution"]
+        if getattr(start, "one_per_name", False):
+            continue
+
+        def locked(*args: Any, _start: Any = start, **kwargs: Any) -> Any:
+            with _STARTS:
+                return _start(*args, **kwargs)
+
+        functools.update_wrapper(locked, start)
+        locked.one_per_name = True  # type: ignore[attr-defined]
+        backend.start_execution = locked  # type: ignore[method-assign]
+
+
 def wake_on_stream_records(event: threading.Event) -> None:
     """`event` is set whenever moto appends a record to any table's stream in this process."""
     _stream_listeners.add(event)
@@ -310,6 +339,7 @@ def install() -> None:
     if _installed:
         return
     parse_each_definition_once()
+    one_execution_per_name()
     private_keys_when_used()
     plain_json_responses()
     queries_read_what_they_need()

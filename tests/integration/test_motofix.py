@@ -219,3 +219,59 @@ def test_a_query_reading_only_its_partition_answers_what_motos_whole_table_sort_
             Table.query = fast
         assert mine == theirs, case
         assert sum(page[1] for page in mine) or case["KeyConditionExpression"] == "PK = :a", case
+
+
+def test_concurrent_starts_of_one_execution_name_run_one_execution(monkeypatch):
+    """Step Functions (Standard): the same name and input while it runs answers that one execution; a closed one,
+    or other input, is ExecutionAlreadyExists. moto checked the name and appended the execution apart, so two
+    concurrent starts of a Turn's execution (its direct start and its outbox command) ran two executions, and
+    the Runtime got two turn.start. The window is widened here so it is hit every time without the fix."""
+    import copy
+    import json
+    import threading
+    import time
+
+    import boto3
+    import moto.stepfunctions.parser.models as parser_models
+    from moto import mock_aws
+
+    from local import lambdas, motofix
+
+    motofix.install()
+
+    class SlowCopy:  # moto deep-copies the state machine between its name check and the append
+        @staticmethod
+        def deepcopy(*args, **kwargs):
+            time.sleep(0.05)
+            return copy.deepcopy(*args, **kwargs)
+
+    monkeypatch.setattr(parser_models, "copy", SlowCopy)
+    wait = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 60, "End": True}}})
+    with mock_aws(config=lambdas.MOTO_CONFIG):
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        arn = sfn.create_state_machine(name="turn", definition=wait,
+                                       roleArn="arn:aws:iam::123456789012:role/local")["stateMachineArn"]
+        barrier, answers = threading.Barrier(6), []
+
+        def start():
+            barrier.wait()
+            answers.append(sfn.start_execution(stateMachineArn=arn, name="turn_1", input='{"a": 1}')["executionArn"])
+
+        threads = [threading.Thread(target=start) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        executions = sfn.list_executions(stateMachineArn=arn)["executions"]
+        assert len(executions) == 1 and answers == [executions[0]["executionArn"]] * 6
+        with pytest.raises(ClientError) as other_input:
+            sfn.start_execution(stateMachineArn=arn, name="turn_1", input='{"a": 2}')
+        assert other_input.value.response["Error"]["Code"] == "ExecutionAlreadyExists"
+        sfn.stop_execution(executionArn=executions[0]["executionArn"])
+        for _ in range(100):  # moto's worker closes it in its own thread
+            if sfn.describe_execution(executionArn=executions[0]["executionArn"])["status"] != "RUNNING":
+                break
+            time.sleep(0.02)
+        with pytest.raises(ClientError) as closed:
+            sfn.start_execution(stateMachineArn=arn, name="turn_1", input='{"a": 1}')
+        assert closed.value.response["Error"]["Code"] == "ExecutionAlreadyExists"
