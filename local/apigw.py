@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 from urllib.parse import parse_qsl, quote
 
-from . import template
+from . import iam, template
 
 Handler = Callable[[dict[str, Any], Any], Any]
 log = logging.getLogger("local.apigw")
@@ -51,7 +51,9 @@ class LambdaContext:
 
 
 def load_handlers() -> dict[str, Handler]:
-    """Import each function's app.py under a unique module name; key by logical id."""
+    """Import each function's app.py under a unique module name; key by logical id. IAM is enforced from
+    here on (local/iam.py): every AWS call a handler makes is checked against its function's policies."""
+    iam.install()
     handlers: dict[str, Handler] = {}
     for logical_id, directory in template.function_dirs().items():
         path = directory / "app.py"
@@ -65,8 +67,10 @@ def load_handlers() -> dict[str, Handler]:
             module = importlib.util.module_from_spec(spec)
             sys.modules[name] = module
             spec.loader.exec_module(module)
-        # a Lambda Web Adapter function (Handler: run.sh) is an ASGI app, the others Lambda handlers
-        handlers[logical_id] = module.handler if hasattr(module, "handler") else module.app
+        # a Lambda Web Adapter function (Handler: run.sh) is an ASGI app, the others Lambda handlers;
+        # each runs with its own role from the template (local/iam.py)
+        asgi = not hasattr(module, "handler")
+        handlers[logical_id] = iam.wrap(logical_id, module.app if asgi else module.handler, asgi=asgi)
     return handlers
 
 

@@ -13,7 +13,7 @@ import boto3
 
 from agents_contract.protocol import RUNTIME_HELLO
 
-from . import apigw, lambdas, motofix, streams, template, websocket
+from . import apigw, iam, lambdas, motofix, streams, template, websocket
 
 
 def reset_caches() -> None:
@@ -35,6 +35,7 @@ class InProcessStack:
 
     def __init__(self, table: str, handlers: Optional[dict[str, apigw.Handler]] = None):
         motofix.install()
+        iam.install()  # before any client is made: every function's AWS calls are checked (local/iam.py)
         self.table = table
         self.runtimes: list[LocalRuntime] = []
         self.dynamodb = boto3.client("dynamodb", region_name=template.REGION)

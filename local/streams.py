@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from . import template
+from . import iam, template
 from .apigw import Handler
 
 
@@ -135,6 +135,10 @@ class StreamPoller:
         from .motofix import wake_on_stream_records
 
         wake_on_stream_records(self._wake)
+        with iam.acting_as(self.source.function):  # the event source mapping reads with the function's role
+            self._run(interval, idle_max, asleep_max)
+
+    def _run(self, interval: float, idle_max: float, asleep_max: float) -> None:
         wait = interval
         while not self._stop.is_set():
             self._wake.clear()  # before the fetch: a record appended meanwhile wakes the next wait

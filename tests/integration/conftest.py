@@ -23,9 +23,10 @@ from openai import OpenAI  # noqa: E402
 from agents_core import settings as settings_module  # noqa: E402
 from agents_core import store as store_module  # noqa: E402
 from agents_core.apikeys import create_key  # noqa: E402
-from local import apigw, motofix, template  # noqa: E402
+from local import apigw, iam, motofix, template  # noqa: E402
 
 TABLE = os.environ["TABLE_NAME"]
+iam.install()  # every handler's AWS calls are checked against its function's policies (local/iam.py)
 
 
 # moto's Step Functions parses each ASL definition once per test process (~0.1 s of CPU saved per Turn).
