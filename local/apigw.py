@@ -118,6 +118,26 @@ class _Bucket:
             return True
 
 
+class Slots:
+    """A function's reserved concurrency (ReservedConcurrentExecutions): at most `limit` invocations at once
+    (an open stream holds one until it ends); one more is throttled, as Lambda throttles it."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+        self.lock = threading.Lock()
+
+    def take(self) -> bool:
+        with self.lock:
+            if self.used >= self.limit:
+                return False
+            self.used += 1
+            return True
+
+    def give(self) -> None:
+        with self.lock:
+            self.used -= 1
+
+
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024  # a REST API's request payload quota (REQUEST_TOO_LARGE beyond it)
 CONTEXT_HEADER = "x-amzn-request-context"  # how the Lambda Web Adapter hands the request context to the app
 
@@ -141,6 +161,21 @@ class Gateway:
             key=lambda rc: ("+}" in rc[0].path, rc[0].path.count("{"), -len(rc[0].path)),
         )
         self._bucket = _Bucket(*template.throttling())
+        self.reserved = {function: Slots(limit) for function, limit in template.reserved_concurrency().items()}
+
+    def reserve(self, function: str) -> Optional[Callable[[], None]]:
+        """A concurrency slot of `function` (its release), or None: Lambda throttles the invocation, and API
+        Gateway answers `lambda_refused()`. A function without reserved concurrency is not counted here."""
+        slots = self.reserved.get(function)
+        if slots is None:
+            return lambda: None
+        return slots.give if slots.take() else None
+
+    def lambda_refused(self) -> HttpResponse:
+        """API Gateway's answer when Lambda refuses the invocation (throttled): a 500 `Internal server error`
+        (docs: services-apigateway-errors), the INTEGRATION_FAILURE gateway response, which the template maps
+        to 429 rate_limit_exceeded."""
+        return self.gateway_response("INTEGRATION_FAILURE", 500, "Internal server error")
 
     def match(self, method: str, path: str) -> Optional[tuple[template.Route, dict[str, str]]]:
         """As a REST API resolves a request: the most specific resource whose path matches, then its
@@ -286,13 +321,18 @@ class Gateway:
         if admitted is None:
             assert answer is not None
             return answer
-        if admitted.route.streaming:  # the ASGI app, buffered here (the local server streams it)
-            return call_asgi(self.handlers[admitted.route.function], admitted.event, body)
+        release = self.reserve(admitted.route.function)
+        if release is None:
+            return self.lambda_refused()
         try:
+            if admitted.route.streaming:  # the ASGI app, buffered here (the local server streams it)
+                return call_asgi(self.handlers[admitted.route.function], admitted.event, body)
             result = invoke(self.handlers, admitted.route.function, admitted.event)
         except Exception:  # noqa: BLE001 - an unhandled Lambda error is API Gateway's 502
             log.exception("unhandled error in %s", admitted.route.function)
             return self.gateway_response("DEFAULT_5XX", 502, "Internal server error")
+        finally:
+            release()
         return from_proxy(result)
 
 

@@ -453,7 +453,15 @@ class LocalStack:
                 assert answer is not None
                 await Response(answer.body, status_code=answer.status, headers=answer.headers)(scope, receive, send)
                 return
-            await handlers[admitted.route.function](apigw.asgi_scope(admitted.event), receive, send)
+            release = gateway.reserve(admitted.route.function)  # an open stream holds its function's slot
+            if release is None:
+                answer = gateway.lambda_refused()
+                await Response(answer.body, status_code=answer.status, headers=answer.headers)(scope, receive, send)
+                return
+            try:
+                await handlers[admitted.route.function](apigw.asgi_scope(admitted.event), receive, send)
+            finally:
+                release()
 
         return app
 
