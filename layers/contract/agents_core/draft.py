@@ -16,6 +16,7 @@ from agents_contract import jsonutil, resources
 from agents_contract.parser import Snapshot
 
 from . import keys
+from .environments import placement
 from .ids import new_id, now
 from .settings import get_settings
 from .store import (
@@ -428,6 +429,13 @@ class Draft:
             values[":st"] = turn.status
             if turn.status != "queued":
                 removes += [keys.GSI1PK, keys.GSI1SK]
+            else:  # back in its queue (its Runtime was gone before turn.start reached it: dispatch.requeue)
+                for attr, value in keys.queued_turn(placement.queue(
+                        self.snapshot.environment["type"], self.snapshot.harness,
+                        placement.environment_id(self.session_id)), turn.id).items():
+                    names[f"#q_{attr}"] = attr
+                    values[f":q_{attr}"] = value
+                    sets.append(f"#q_{attr} = :q_{attr}")
         expression = ""
         if sets:
             expression += "SET " + ", ".join(sets)

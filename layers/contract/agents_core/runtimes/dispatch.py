@@ -9,22 +9,28 @@ from agents_contract import capabilities, jsonutil, protocol
 from agents_contract.parser import Snapshot
 
 from .. import engine, environments, keys
-from ..aws import Messenger, Workflow
+from ..aws import ConnectionGone, Messenger, Workflow
 from ..environments import placement
 from ..ids import now
 from ..observability import logger
+from ..settings import get_settings
 from ..store import DynamoStore, unpack
 from ..vault_crypto import SecretUnavailable
-from .connections import eligible_runtimes
+from .connections import eligible_runtimes, forget_connection
+
+MAX_GONE = 5  # gone connections one turn.start meets before its Turn waits in its queue
 
 # ---- claiming Turns ------------------------------------------------------------------------------
 
 def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: str, turn_id: str,
              only: Optional[str] = None) -> Optional[str]:
     """Claim a queued Turn for a connected Runtime whose capabilities cover the Session, then start
-    its execution. With no eligible Runtime the Turn stays queued until one says hello."""
+    its execution. With no eligible Runtime the Turn stays queued until one says hello. A Turn requeued after
+    its Runtime was gone (`requeue`) has its execution waiting in Dispatch already: it gets turn.start now."""
+    waiting: list[Optional[str]] = [None]
 
     def work(draft: engine.Draft) -> Optional[str]:
+        waiting[0] = None
         turn = draft.turn(turn_id)
         if turn is None or turn.status != "queued":
             return turn.claimed_by if turn is not None and turn.status not in engine.TERMINAL else None
@@ -37,10 +43,18 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
         if not candidates:
             logger.info("no eligible runtime; turn stays queued", extra={"turn_id": turn_id})
             return None
+        waiting[0] = turn.task_token
         return _claim(draft, turn, candidates[0])
 
     claimed = engine.run(store, tenant, session_id, work, turn_id=turn_id)
-    if claimed:
+    if claimed and waiting[0]:
+        from ..aws import default_messenger
+
+        try:
+            post_start(store, default_messenger(), tenant, session_id, turn_id, claimed)
+        except TurnFailedBeforeStart as exc:
+            workflow.fail(waiting[0], "TurnFailedBeforeStart", str(exc))
+    elif claimed:
         # Start now for latency; the claim's outbox command starts it again if this process dies
         # between the claim and the start. Both are idempotent (execution name = Turn id).
         workflow.start(tenant, session_id, turn_id)
@@ -50,15 +64,19 @@ def dispatch(store: DynamoStore, workflow: Workflow, tenant: str, session_id: st
 def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any]) -> str:
     """Claim `turn` for `runtime` in this commit; its execution starts after the commit."""
     chosen = runtime["connection_id"]
+    was = turn.status
     # Provenance: which engine runs this Turn (`scripted`, or the native engine and version).
-    turn.set(status="in_progress", started_at=now(), claimed_by=chosen,
+    turn.set(status="in_progress", started_at=turn.doc.get("started_at") or now(), claimed_by=chosen,
              x_agents_core={"engine": runtime.get("engine", "unknown")},
              input_through=draft.item_seq)  # turn.start carries these; later messages go as turn.input
+    if turn.doc.get("error"):  # requeued, then claimed: the wait's error no longer applies
+        turn.set(error=None)
     # The connection remembers what it claimed, so losing it fails those Turns at once.
     draft.tx.put({**keys.claim(chosen, turn.id), "kind": "claim", "tenant": draft.tenant,
                   "session_id": draft.session_id, "turn_id": turn.id, "ttl": now() + 2 * 3600})
     draft.active_turn = {**(draft.active_turn or {}), "id": turn.id, "status": "in_progress", "claimed_by": chosen}
-    draft.emit_turn("agent.session.turn.in_progress", turn)
+    if was != "in_progress":
+        draft.emit_turn("agent.session.turn.in_progress", turn)
     if runtime.get("runtime_kind") == "hosted":  # its Environment's workspace lives on this host from now on
         env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
         environments.bind_host(draft, env_id, draft.hosted_environment, runtime["host_id"])  # type: ignore[arg-type]
@@ -66,7 +84,8 @@ def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any])
             and not draft.required_actions:
         draft.status = "in_progress"  # the Environment connected: the waiting input runs
         draft.emit_session("agent.session.in_progress")
-    draft.command({"type": "start_execution", "turn_id": turn.id})
+    if not turn.task_token:  # a requeued Turn's execution runs already (its Dispatch task waits)
+        draft.command({"type": "start_execution", "turn_id": turn.id})
     return chosen
 
 
@@ -218,6 +237,13 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
                                         names={"#st": "status"},
                                         values={":t": task_token, ":c": "completed", ":f": "failed", ":x": "cancelled"})
     store.transact(tx)
+    post_start(store, messenger, tenant, session_id, turn_id, item["claimed_by"],
+               _start_of(store, tenant, session_id, turn_id, session, item))
+
+
+def _start_of(store: DynamoStore, tenant: str, session_id: str, turn_id: str, session: Optional[dict[str, Any]],
+              item: dict[str, Any]) -> dict[str, Any]:
+    """The claimed Turn's turn.start, with its MCP credentials; one that cannot be built fails the Turn."""
     try:
         message = start_message(store, tenant, session_id, turn_id, session, engine.TurnState.from_item(item))
     except SecretUnavailable:  # a hosted Environment's sealed preparation does not open (key disabled, tampered)
@@ -232,7 +258,63 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
         raise TurnFailedBeforeStart(str(exc)) from None
     if credentials:
         message["mcp_credentials"] = credentials  # this Runtime, this Turn, over its connection only
-    messenger.post(item["claimed_by"], message)
+    return message
+
+
+def post_start(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str, turn_id: str,
+               connection_id: str, message: Optional[dict[str, Any]] = None) -> Optional[str]:
+    """Post turn.start to the connection that claimed the Turn. A connection that answers GoneException is gone
+    though its `$disconnect` never came (API Gateway delivers it on a best-effort basis): its rows go (the
+    connection, its pool declarations, its claims) and the Turn is claimed again for another live Runtime, or
+    waits in its queue for one (`requeue`). Returns the connection that got it, or None (the Turn waits)."""
+    for _ in range(MAX_GONE):
+        if message is None:
+            item = store.get(keys.turn(tenant, session_id, turn_id))
+            if item is None or item.get("claimed_by") != connection_id or item.get("status") in engine.TERMINAL:
+                return None
+            message = _start_of(store, tenant, session_id, turn_id, None, item)
+        try:
+            messenger.post(connection_id, message)
+            return connection_id
+        except ConnectionGone:
+            logger.warning("turn.start met a gone connection; the Turn is claimed again",
+                           extra={"turn_id": turn_id, "connection_id": connection_id})
+            forget_connection(store, connection_id)
+            moved = requeue(store, tenant, session_id, turn_id, connection_id)
+            if moved is None:
+                return None
+            connection_id, message = moved, None  # rebuilt: the new claim's input
+    return None
+
+
+def requeue(store: DynamoStore, tenant: str, session_id: str, turn_id: str, gone: str) -> Optional[str]:
+    """The Runtime that claimed the Turn is gone before turn.start reached it: claim the Turn for another live
+    Runtime in one commit (its claim row replaced), or put it back in its queue, where the next Runtime that says
+    hello takes it (its execution keeps waiting in Dispatch). It waits up to the heartbeat bound: then the
+    Dispatch task's heartbeat timeout fails it, with the error set here, which says so."""
+
+    def work(draft: engine.Draft) -> Optional[str]:
+        turn = draft.turn(turn_id)
+        if turn is None or turn.status in engine.TERMINAL or turn.closing:
+            return None
+        if turn.claimed_by != gone:
+            return turn.claimed_by  # it moved meanwhile (its Runtime instance's next connection took it)
+        draft.tx.delete(keys.claim(gone, turn_id))
+        messages = [{"content": i["content"]} for i in _turn_input(store, tenant, session_id, turn_id, turn)]
+        required = capabilities.required_capabilities(draft.snapshot, messages=messages)
+        candidates = [c for c in _candidates(draft, required) if c["connection_id"] != gone]  # the index lags
+        if candidates and not turn.cancel_requested:
+            return _claim(draft, turn, candidates[0])
+        seconds = get_settings().heartbeat_seconds
+        message = (f"The Runtime that claimed this Turn was gone before the Turn reached it (its connection answered "
+                   f"GoneException), and no other live Runtime took the Turn within {seconds} seconds.")
+        turn.set(status="queued", claimed_by=None, error={"code": "internal_error", "message": message},
+                 x_agents_core={**(turn.doc.get("x_agents_core") or {}), "error": {"message": message}})
+        draft.active_turn = {**(draft.active_turn or {}), "status": "queued", "claimed_by": None}
+        draft.dirty = True
+        return None
+
+    return engine.run(store, tenant, session_id, work, turn_id=turn_id)
 
 
 class CredentialUnavailable(Exception):
