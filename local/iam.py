@@ -28,6 +28,7 @@ import contextlib
 import contextvars
 import functools
 import json
+import logging
 import os
 import re
 import threading
@@ -44,6 +45,7 @@ _principal: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("iam_
 _overrides: dict[str, list[dict[str, Any]]] = {}
 _tokens: OrderedDict[str, str] = OrderedDict()  # task token -> the state machine that issued it
 _lock = threading.Lock()
+log = logging.getLogger("local.iam")
 _installed = False
 
 
@@ -358,6 +360,7 @@ def denial(principal: str, service: str, operation: str, params: dict[str, Any])
             message = (f"User: {_assumed_role(principal)} is not authorized to perform: {action} "
                        f"on resource: {resource} {reason}")
             status = 403 if service in ("lambda", "apigatewaymanagementapi") else 400
+            log.warning("IAM denied %s", message)  # in make dev's log: the statement template.yaml lacks
             request_id = str(uuid.uuid4())
             return {"Error": {"Code": "AccessDeniedException", "Message": message},
                     "ResponseMetadata": {"RequestId": request_id, "HTTPStatusCode": status, "HTTPHeaders": {

@@ -23,6 +23,11 @@ from tests.integration.test_hosted_environment_lifecycle import HostedRuntime, h
 from tests.integration.test_turns import session_with, turn_status
 
 
+@pytest.fixture(autouse=True)
+def iam_on(monkeypatch):
+    monkeypatch.setenv("AGENTS_CORE_IAM", "on")  # these tests are about enforcement, whatever the shell says
+
+
 def without(statement_action: str | None = None, leading_key: str | None = None):
     """An edit of a principal's statements: drop an action, or a LeadingKeys prefix, from every statement."""
     def edit(statements):
