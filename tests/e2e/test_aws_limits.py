@@ -45,7 +45,11 @@ def test_a_frame_over_32_kb_closes_the_connection_with_1009(local_stack):
 def test_a_message_over_128_kb_in_small_frames_closes_the_connection_with_1009(local_stack):
     socket = runtime_socket(local_stack)
     text = json.dumps({"action": "turn.heartbeat", "pad": "p" * 140_000})
-    socket.send([text[i:i + 30_000] for i in range(0, len(text), 30_000)])  # frames within 32 KB
+    try:
+        socket.send([text[i:i + 30_000] for i in range(0, len(text), 30_000)])  # frames within 32 KB
+    except ConnectionClosed as closed:  # the gateway may close before the last frame is sent
+        assert closed.rcvd is not None and closed.rcvd.code == 1009
+        return
     assert closed_with(socket) == 1009
 
 

@@ -69,21 +69,23 @@ def test_a_hung_runtime_heartbeat_timeout_is_caught(client, local_stack):
     assert client.beta.agents.sessions.retrieve(session.id).required_actions == []
 
 
-def test_runtime_killed_mid_turn_fails_at_once(client, local_stack):
+def test_runtime_killed_mid_turn_fails_its_turn_at_the_heartbeat_bound(client, local_stack):
+    """An unplanned loss: the Runtime (which names its instance in runtime.hello, so its $disconnect keeps its
+    claims for a planned reconnection) never comes back, and its claimed Turn fails when the heartbeat bound
+    passes with no connection of it, without replay (docs/runtime-protocol.md, 'Connection rotation')."""
     doomed = start_runtime(local_stack, ["minimax_code"])
     try:
         session = create(client, "call get_weather {}\nsay never", harness="minimax_code")
         action = wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions)[0]
-        doomed.kill()  # the socket closes: $disconnect fails the claimed Turn
+        doomed.kill()  # the socket closes; no connection of this instance comes back
         wait_for(lambda: client.beta.agents.sessions.turns.retrieve(action.turn_id, session_id=session.id).status
                  == "failed", timeout=HEARTBEAT + 10)
     finally:
         doomed.kill()
     entered, history = _states_entered(local_stack, action.turn_id)
     assert entered == ["Dispatch", "SettleLost"]
-    # at once: the disconnect failed the task (SendTaskFailure), not the heartbeat bound (how long that took
-    # depends on the machine's load, which this test does not assume)
-    assert [e["type"] for e in history if e["type"] in ("TaskFailed", "TaskTimedOut")] == ["TaskFailed"]
+    # the heartbeat bound failed the task (no SendTaskFailure at the disconnect)
+    assert [e["type"] for e in history if e["type"] in ("TaskFailed", "TaskTimedOut")] == ["TaskTimedOut"]
 
 
 def test_second_tenant_key_from_the_cli_is_isolated(client, local_stack):

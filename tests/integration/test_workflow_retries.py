@@ -70,6 +70,8 @@ def test_a_refused_dispatch_invoke_is_retried_and_the_turn_completes(stack, clie
     session = session_with(client, "say hello")
     turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
     wait_for(lambda: turn_status(client, session.id, turn_id) == "completed", timeout=30)
+    # the completion commit settles the Turn; the workflow's Settle state follows it
+    wait_for(lambda: any(e["type"] == "ExecutionSucceeded" for e in history(stack, turn_id)), timeout=30)
     events = history(stack, turn_id)
     assert failures(events) == [error]  # the refusal reached the state machine once...
     assert calls.count("DispatchFunction") == 2  # ...and the same state invoked Dispatch again
