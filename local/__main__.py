@@ -56,6 +56,8 @@ Settings come from the environment:
   AGENTS_CORE_WS_IDLE_SECONDS (600)             close one with no message either way this long (10 minutes)
   AGENTS_CORE_WS_DISCONNECT (always|never)      never: no $disconnect is delivered (AWS: best effort)
   (frames over 32 KB and messages over 128 KB always close the connection with 1009, as API Gateway does)
+  AGENTS_CORE_IAM (on|off)     on: every AWS call a function makes is checked against its own policies in
+                               template.yaml, as IAM checks it (AccessDenied otherwise); off: for debugging only
 """
 
 
