@@ -6,6 +6,8 @@ never chosen again."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from openai import OpenAI
 
@@ -48,6 +50,10 @@ def test_a_killed_runtime_is_forgotten_at_its_first_gone_post_and_every_later_se
     try:
         wait_for(lambda: len(declared(stack)) == 1, timeout=30)
         (live_id,) = declared(stack)
+        # the pool reads newest first by the second a Runtime connected: the ghost's must be a later second,
+        # so it is the first pick while its rows stay (within one second the order is the connection ids')
+        declared_by = int(time.time())
+        wait_for(lambda: int(time.time()) > declared_by, timeout=5, interval=0.05)
         ghost = start_runtime(stack, ["scripted"])
         wait_for(lambda: len(declared(stack)) == 2, timeout=30)
         (ghost_id,) = declared(stack) - {live_id}

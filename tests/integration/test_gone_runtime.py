@@ -4,6 +4,8 @@ that connection's rows (the connection, its pool declarations, its claims) and c
 Runtime, or puts it back in its queue for the next one that says hello; only the wait for a Runtime running out
 (the heartbeat bound) fails it, with an error that says so. Here no `$disconnect` is ever delivered."""
 
+import time
+
 import pytest
 
 from agents_core import keys
@@ -67,6 +69,10 @@ def test_sessions_after_a_runtime_vanished_all_complete_on_the_live_one(client, 
     token = create_runtime_token(stack.store, "ops")
     live = stack.connect_runtime(token, ["scripted"])
     wait_for(lambda: live.connection_id in pooled(stack), timeout=10)
+    # the pool reads newest first by the second a Runtime connected (then by connection id): the ghost's is a
+    # later second, so it is the first pick while its rows stay
+    declared_by = int(time.time())
+    wait_for(lambda: int(time.time()) > declared_by, timeout=5, interval=0.05)
     ghost, gone = vanished(stack, token)  # the newest declaration: the first pick while its rows stay
     sessions = [create(client, f"say hello {i}") for i in range(4)]
     for session in sessions:
