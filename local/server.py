@@ -195,6 +195,16 @@ class _MotoServer:
         self._server.server_close()
 
 
+def _forget_dead_stacks_tables(nft: str) -> None:
+    """A stack that was killed (not stopped) left its sandbox firewall table: remove those whose stack is gone."""
+    listed = subprocess.run([nft, "list", "tables"], capture_output=True, text=True, check=False)  # noqa: S603
+    for line in listed.stdout.splitlines():
+        name = line.rsplit(" ", 1)[-1]
+        pid = name.removeprefix("agents_core_sandboxes_")
+        if name.startswith("agents_core_sandboxes_") and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            subprocess.run([nft, "delete", "table", "inet", name], capture_output=True, check=False)  # noqa: S603
+
+
 class LocalStack:
     def __init__(self, config: Optional[Config] = None):
         self.config = config or Config()
@@ -369,6 +379,7 @@ class LocalStack:
         nft = shutil.which("nft")
         if nft is None:
             return "not applied: nftables is not installed (apt-get install nftables)"
+        _forget_dead_stacks_tables(nft)
         table = f"agents_core_sandboxes_{os.getpid()}"
         done = subprocess.run([nft, "-f", "-"], input=firewall_ruleset(table), capture_output=True, text=True,  # noqa: S603
                               check=False)
