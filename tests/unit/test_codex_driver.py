@@ -210,7 +210,7 @@ def test_on_none_every_turn_start_carries_empty_environments_and_the_session_cat
     native = config_toml(driver)
     assert native["agents"] == {"enabled": False} and native["features"]["goals"] is False
     assert native["tools"]["experimental_request_user_input"] == {"enabled": False}
-    assert native["web_search"] == "disabled"
+    assert "web_search" not in native  # an omitted control keeps Codex's native web search (issue 37, item 1)
     catalog = json.loads(pathlib.Path(native["model_catalog_json"]).read_text())
     assert [m["slug"] for m in catalog["models"]] == ["gpt-5.5", "gpt-6-sol"]
     for model in catalog["models"]:  # every model Codex knows, not only the Session's

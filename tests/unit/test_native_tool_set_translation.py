@@ -34,16 +34,16 @@ def start(tools=None, env=None, harness="codex", **agent):
 # ---- Codex: config.toml ------------------------------------------------------------------------------
 
 NONE_PROFILE = {"tools": {"experimental_request_user_input": {"enabled": False}}, "features": {"goals": False},
-                "web_search": "disabled", "agents": {"enabled": False}}
+                "agents": {"enabled": False}}
 
 
 @pytest.mark.parametrize(("tools", "agent", "expected"), [
-    pytest.param([fn()], {}, NONE_PROFILE, id="no subagents, request_user_input, goals or web search"),
+    pytest.param([fn()], {}, NONE_PROFILE, id="no subagents, request_user_input or goals; native web search kept"),
     pytest.param([fn(), SEARCH], {}, {**NONE_PROFILE, "web_search": "live",
                                       "tools": {**NONE_PROFILE["tools"], "web_search": {"context_size": "medium"}}},
                  id="web_search per its control"),
-    pytest.param([fn(), NO_SEARCH], {}, {**NONE_PROFILE, "tools": {**NONE_PROFILE["tools"],
-                                                                   "web_search": {"context_size": "medium"}}},
+    pytest.param([fn(), NO_SEARCH], {}, {**NONE_PROFILE, "web_search": "disabled",
+                                         "tools": {**NONE_PROFILE["tools"], "web_search": {"context_size": "medium"}}},
                  id="web_search disabled as declared"),
     pytest.param([fn()], {"multi_agent": {"enabled": True}},
                  {**NONE_PROFILE, "agents": {"max_threads": 6}}, id="multi_agent on keeps subagent tools"),
@@ -53,6 +53,19 @@ NONE_PROFILE = {"tools": {"experimental_request_user_input": {"enabled": False}}
 ])
 def test_codex_on_none_the_model_sees_only_what_the_session_declares(tools, agent, expected):
     assert codex.session_config(start(tools, **agent)) == expected
+
+
+@pytest.mark.parametrize("env", [None, SELF_HOSTED, OPENAI_HOSTED], ids=["none", "self_hosted", "openai_hosted"])
+def test_codex_an_omitted_web_search_keeps_native_search_on_every_placement(env):
+    """Issue 37, item 1: "an omitted web_search or programmatic_tool_calling keeps each Harness's native
+    behavior"; only a declared `disabled` writes web_search = "disabled", and setting a control removes nothing
+    else (the none profile is the same with or without it)."""
+    native = codex.session_config(start([fn()], env=env))
+    assert "web_search" not in native and "web_search" not in (native.get("tools") or {})
+    declared = codex.session_config(start([fn(), NO_SEARCH], env=env))
+    assert declared["web_search"] == "disabled"
+    assert {k: v for k, v in declared.items() if k not in ("web_search", "tools")} == \
+        {k: v for k, v in native.items() if k != "tools"}
 
 
 @pytest.mark.parametrize("env", [SELF_HOSTED, OPENAI_HOSTED], ids=["self_hosted", "openai_hosted"])

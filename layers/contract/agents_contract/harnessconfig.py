@@ -51,6 +51,14 @@ class HarnessDeclaration:
     whitespace_only_text: bool = True  # Claude Code and MiniMax Code cannot run a message that is only whitespace
 
 
+# What each Harness really passes to its engine ("Reasoning efforts, summaries, service tiers and verbosities are
+# checked against each Harness's declaration"): nothing outside a declaration is dropped silently at execution.
+# Codex takes every value (its app-server's turn/start passes effort, summary and serviceTier as the model
+# advertises them, and model_verbosity low/medium/high). The Claude Agent SDK (0.2.189) has an `effort` of
+# low, medium, high, xhigh and max only, and no reasoning summary, service tier or verbosity setting: Claude
+# Code accepts what it runs natively, the pinned defaults (service tier auto, verbosity medium), and no summary.
+CLAUDE_CODE_EFFORTS = frozenset({"low", "medium", "high", "xhigh", "max"})
+
 # Codex's own MCP server names: a declared server cannot take them.
 CODEX_RESERVED_LABELS = frozenset({"codex", "codex_apps"})
 
@@ -76,6 +84,10 @@ CLAUDE_CODE = HarnessDeclaration(
     stdio_allowed_tools_null=True,
     label_rule="claude_ascii",
     rejects_placeholders=True,
+    reasoning_efforts=CLAUDE_CODE_EFFORTS,
+    reasoning_summaries=frozenset(),
+    service_tiers=frozenset({"auto"}),
+    verbosities=frozenset({"medium"}),
 )
 
 MINIMAX_CODE = HarnessDeclaration(

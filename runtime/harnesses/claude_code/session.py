@@ -31,7 +31,6 @@ warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
 
 START_TIMEOUT = 60.0
 MCP_CONNECT_TIMEOUT = 30.0
-NATIVE_EFFORTS = ("low", "medium", "high", "xhigh", "max")  # the SDK's EffortLevel
 
 # Only loopback traffic to the model provider: no telemetry, error reports, update checks or other
 # nonessential requests (checked with strace on this machine kind).
@@ -111,7 +110,7 @@ def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[F
     if "outputFormat" in native:
         kwargs["output_format"] = native["outputFormat"]
     effort = (start["agent"].get("reasoning") or {}).get("effort")
-    if effort in NATIVE_EFFORTS:  # other levels keep the native default: the Harness owns model policy
+    if effort is not None:  # admission let through only the SDK's levels (CLAUDE_CODE.reasoning_efforts)
         kwargs["effort"] = effort
     return ClaudeAgentOptions(**kwargs)
 

@@ -13,7 +13,8 @@
 - "The Codex adapter sends the schema unchanged as the native outputSchema on every root Turn,
   including Turns after resume or recovery ... Subagent threads do not receive the schema."
 - Native tools follow the placement: on `environment: none` the model sees only what the Session
-  declares (functions, tool_search, web_search per its control, MCP tools). On a workspace placement
+  declares (functions, tool_search, MCP tools) and no request_user_input, goal or clock tools; web search
+  follows its control, and an omitted control keeps Codex's native web search. On a workspace placement
   the native workspace tools stay.
 
 Codex 0.163.0 decides part of the tool set from its bundled model catalog, not from config keys:
@@ -96,14 +97,15 @@ def config(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) 
 
 def placement_config(start: dict[str, Any]) -> dict[str, Any]:
     """On `environment: none` the model sees only what the Session declares: no subagent tools unless
-    the Agent's multi_agent is on, no request_user_input, no goal tools, web_search only when declared.
-    A workspace placement keeps the native tool set ({})."""
+    the Agent's multi_agent is on, no request_user_input, no goal tools (nobody can answer a user-input
+    request on `none`). A workspace placement keeps the native tool set ({}).
+
+    web_search is not among them: "an omitted web_search or programmatic_tool_calling keeps each
+    Harness's native behavior", on every placement; only a declared `disabled` removes Codex's search."""
     if placement(start) != "none":
         return {}
     out: dict[str, Any] = {"tools": {"experimental_request_user_input": {"enabled": False}},
                            "features": {"goals": False}}
-    if one(start, "web_search") is None:
-        out["web_search"] = "disabled"
     if not (start["agent"].get("multi_agent") or {}).get("enabled"):
         out["agents"] = {"enabled": False}  # the subagent tools, v1 and v2
     return out
