@@ -16,7 +16,8 @@ parses each state machine definition once (`parse_each_definition_once`), makes 
 unused RSA private key only if something reads it (`private_keys_when_used`), writes DynamoDB results
 as the JSON they already are (`plain_json_responses`), and has a Query read its partition, not the whole
 table sorted (`queries_read_what_they_need`). StartExecution keeps one execution per name
-(`one_execution_per_name`), as Step Functions does.
+(`one_execution_per_name`), as Step Functions does, and SendTaskFailure keeps its cause
+(`task_failure_keeps_its_cause`).
 """
 
 from __future__ import annotations
@@ -194,6 +195,30 @@ def one_execution_per_name() -> None:
         backend.start_execution = locked  # type: ignore[method-assign]
 
 
+def task_failure_keeps_its_cause() -> None:
+    """SendTaskFailure's `cause` reaches the execution (moto's handler drops it, so a Catch saw Cause null): the
+    Turn workflow's Settle task reads the outcome from the SettleNeeded failure's Cause (issue 36, item 5)."""
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    if getattr(StepFunctionResponse.send_task_failure, "keeps_cause", False):
+        return
+
+    def send_task_failure(self: Any) -> Any:
+        from moto.core.responses import EmptyResult
+        from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+        backend = self.stepfunction_backend
+        token, error, cause = self._get_param("taskToken"), self._get_param("error"), self._get_param("cause")
+        if isinstance(backend, StepFunctionsParserBackend):
+            backend.send_task_failure(token, error=error, cause=cause)
+        else:
+            backend.send_task_failure(token, error=error)
+        return EmptyResult()
+
+    send_task_failure.keeps_cause = True  # type: ignore[attr-defined]
+    StepFunctionResponse.send_task_failure = send_task_failure  # type: ignore[method-assign]
+
+
 def wake_on_stream_records(event: threading.Event) -> None:
     """`event` is set whenever moto appends a record to any table's stream in this process."""
     _stream_listeners.add(event)
@@ -340,6 +365,7 @@ def install() -> None:
         return
     parse_each_definition_once()
     one_execution_per_name()
+    task_failure_keeps_its_cause()
     private_keys_when_used()
     plain_json_responses()
     queries_read_what_they_need()

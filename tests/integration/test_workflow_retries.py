@@ -11,6 +11,7 @@ from moto.core.exceptions import JsonRESTError
 from agents_core.store import unpack
 from local.apigw import LambdaContext
 from local.inprocess import wait_for
+from tests.integration.raw_runtime import RawRuntime
 from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
 from tests.integration.test_faults import scan
 from tests.integration.test_turns import pending, result, session_with, turn_status
@@ -70,23 +71,29 @@ def test_a_refused_dispatch_invoke_is_retried_and_the_turn_completes(stack, clie
     session = session_with(client, "say hello")
     turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
     wait_for(lambda: turn_status(client, session.id, turn_id) == "completed", timeout=30)
-    # the completion commit settles the Turn; the workflow's Settle state follows it
+    # the completion commit settles the Turn, so the execution ends with Dispatch
     wait_for(lambda: any(e["type"] == "ExecutionSucceeded" for e in history(stack, turn_id)), timeout=30)
     events = history(stack, turn_id)
     assert failures(events) == [error]  # the refusal reached the state machine once...
     assert calls.count("DispatchFunction") == 2  # ...and the same state invoked Dispatch again
-    assert entered(events) == ["Dispatch", "Settle"]  # never the Catch's SettleLost
+    assert entered(events) == ["Dispatch"]  # never the Catch's SettleLost
     assert client.beta.agents.sessions.retrieve(session.id).status == "idle"
 
 
-def test_a_throttled_settle_invoke_is_retried_and_settles_once(stack, client, runtime, monkeypatch):
+def test_a_throttled_settle_invoke_is_retried_and_settles_once(stack, client, monkeypatch):
     calls = refuse_once(monkeypatch, "SettleFunction", "Lambda.TooManyRequestsException")
+    raw = RawRuntime(stack)
     session = session_with(client, "say hello")
-    turn_id = client.beta.agents.sessions.turns.list(session.id).data[0].id
+    route = raw.start()
+    turn_id = route["turn_id"]
+    # an unfinished Item: the completion commit leaves it to the Settle task
+    raw.observe(route, "turn.item.added", item={"id": "m1", "type": "message", "role": "assistant",
+                                                 "content": [{"type": "output_text", "text": "half"}]})
+    raw.observe(route, "turn.completed")
     wait_for(lambda: turn_status(client, session.id, turn_id) == "completed", timeout=30)
     wait_for(lambda: any(e["type"] == "ExecutionSucceeded" for e in history(stack, turn_id)))
     events = history(stack, turn_id)
-    assert failures(events) == ["Lambda.TooManyRequestsException"]
+    assert failures(events) == ["SettleNeeded", "Lambda.TooManyRequestsException"]
     assert calls.count("SettleFunction") == 2
     assert entered(events) == ["Dispatch", "Settle"]  # not SettleLastResort
     events = [e for i in stack.store.query(pk=f"T#tenant-a#SESSION#{session.id}", sk_prefix="OUT#", limit=100).items

@@ -14,7 +14,7 @@ from ..ids import new_id, now
 from ..observability import logger
 from ..store import DynamoStore
 from .connections import post_safely
-from .settlement import end_turn, settlement_status
+from .settlement import SETTLE_NEEDED, end_turn, settlement_status
 
 # ---- observations --------------------------------------------------------------------------------
 
@@ -57,6 +57,7 @@ class Report:
     acked: int = 0
     closed: bool = False  # the Turn has ended: what this message carried is moot, acknowledged as taken
     remaining: list[Observation] = field(default_factory=list)  # next in order, for the next bounded commit
+    settled: bool = False  # the terminal observation's commit settled the Turn: the workflow has nothing left
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -282,32 +283,34 @@ def _drain(draft: engine.Draft, connection_id: str, turn_id: str, fresh: list[Ob
             draft.tx.check(keys.buffered_observation(draft.tenant, draft.session_id, turn_id, gap),
                            "attribute_not_exists(PK)")
     if report.terminal and not report.fail_turn and report.result != "more":
-        _settle_now(draft, turn, report.terminal)
+        report.settled = _settle_now(draft, turn, report.terminal)
     if report.result == "ignored":
         report.result = "applied" if applied else ("buffered" if turn.buffered else "duplicate")
     report.acked = turn.obs_seq
     return report.result
 
 
-def _settle_now(draft: engine.Draft, turn: engine.TurnState, reported: str) -> None:
+def _settle_now(draft: engine.Draft, turn: engine.TurnState, reported: str) -> bool:
     """The common Turn settles in the commit of its terminal observation: with no open call and no
     unfinished Item there is nothing to close in bounded steps, so the settlement (the same one the
     Settle task makes) joins this commit and the Session is idle without waiting for the workflow.
-    The workflow is still told; its Settle task then finds the Turn settled and changes nothing.
-    Only for a Turn of at most SETTLE_CHUNK Items, so the check stays one or two small reads: this
-    runs on the Runtime connection's path, where a slow message would hold back its heartbeats.
-    Anything else is left to the Settle task (observations are ignored from now on: `closing`)."""
+    The workflow is told it succeeded and ends there, its Settle task never entered (two state
+    transitions a Turn, issue 36). Only for a Turn of at most SETTLE_CHUNK Items, so the check stays
+    one or two small reads: this runs on the Runtime connection's path, where a slow message would
+    hold back its heartbeats. Anything else is left to the Settle task (observations are ignored from
+    now on: `closing`), which the workflow enters on the task failure SETTLE_NEEDED. Whether it settled."""
     if draft.writes() > DRAIN_ENTRIES - 8 or turn.outputs > engine.SETTLE_CHUNK:
-        return  # a long Turn: its Items are checked in bounded steps by the Settle task, off this path
+        return False  # a long Turn: its Items are checked in bounded steps by the Settle task, off this path
     if draft.leaves_open(turn.id):
-        return
+        return False
     if engine.open_calls(draft.store, draft.tenant, draft.session_id, turn.id, limit=1):
-        return
+        return False
     if engine.open_item_refs(draft.store, draft.tenant, draft.session_id, turn.id, limit=1):
-        return
+        return False
     if turn.claimed_by:  # the claim row is no longer needed once the Turn ends
         draft.tx.delete(keys.claim(turn.claimed_by, turn.id))
     end_turn(draft, turn, settlement_status(draft, turn, reported, lost=False))
+    return True
 
 
 def _after(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger], connection_id: str,
@@ -327,7 +330,11 @@ def _after(store: DynamoStore, workflow: Workflow, messenger: Optional[Messenger
             post_safely(messenger, store, connection_id, {"type": protocol.TURN_CANCEL, "tenant": tenant,
                                                           "session_id": session_id, "turn_id": turn_id})
     if report.terminal and report.token:
-        workflow.succeed(report.token, {"status": report.terminal, "final_answer": report.final_answer})
+        outcome = {"status": report.terminal, "final_answer": report.final_answer}
+        if report.settled:  # nothing left: the execution ends with its Dispatch task
+            workflow.succeed(report.token, outcome)
+        else:  # the workflow's Catch for SETTLE_NEEDED enters the Settle task with this outcome
+            workflow.fail(report.token, SETTLE_NEEDED, jsonutil.dumps(outcome))
     if messenger is not None and (report.result in ("applied", "buffered", "duplicate") or report.closed):
         post_safely(messenger, store, connection_id, {"type": protocol.TURN_ACK, "turn_id": turn_id, "seq": report.acked})
 

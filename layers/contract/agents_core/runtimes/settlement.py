@@ -14,6 +14,12 @@ from ..store import DynamoStore
 
 # ---- settlement (the Settle task) ---------------------------------------------------------------
 
+# The task failure with which the Runtime gateway hands a Turn its terminal commit could not settle to
+# the workflow's Settle task (statemachines/turn.asl.json catches it by this name; its Cause is the
+# outcome as JSON). A Turn the terminal commit settled ends with Dispatch's success instead: no Choice
+# state, so the common Turn bills two state transitions (the start and Dispatch).
+SETTLE_NEEDED = "SettleNeeded"
+
 def settlement_status(draft: engine.Draft, turn: engine.TurnState, reported: str, lost: bool) -> str:
     """How a Turn ends: a requested cancellation settles as cancelled; execution loss fails it; a
     completed Turn without the structured answer its Agent requires fails."""
