@@ -1,6 +1,7 @@
 """DynamoDB Streams poller: reads the table's stream from moto and invokes the stream handler with
 events shaped like the Lambda event source mapping's, honouring FilterCriteria, partial batch
-failures (the batch is retried from the first failed record) and MaximumRetryAttempts."""
+failures (the batch is retried from the first failed record; a function error fails the whole batch) and
+MaximumRetryAttempts."""
 
 from __future__ import annotations
 
@@ -106,7 +107,12 @@ class StreamPoller:
                       if not self.source.patterns or any(matches(p, r) for p in self.source.patterns)]
             while queue:
                 batch = queue[: self.source.batch_size]
-                response = self.handler({"Records": batch}, self.context_factory())
+                try:
+                    response = self.handler({"Records": batch}, self.context_factory())
+                except Exception:  # noqa: BLE001 - a function error (Powertools raises when every record failed):
+                    # Lambda retries the whole batch and counts the attempt, so the record still reaches the DLQ
+                    response = {"batchItemFailures": [{"itemIdentifier": r["dynamodb"]["SequenceNumber"]}
+                                                      for r in batch]}
                 failed = [f["itemIdentifier"] for f in ((response or {}).get("batchItemFailures") or [])]
                 if not failed:
                     del queue[: len(batch)]

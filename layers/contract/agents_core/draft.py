@@ -59,6 +59,7 @@ class TurnState:
     # Child Turns of Subagents this root Turn runs that have not ended ({"id", "subagent_id"}): they end
     # with it (agents_core.subagents).
     children: list[dict[str, Any]] = field(default_factory=list)
+    accepted_ms: int = 0  # when the input that created it was accepted (ms; 0: before this was recorded)
     changed: set[str] = field(default_factory=set)
 
     @property
@@ -84,6 +85,7 @@ class TurnState:
             input_through=int(item.get("input_through", 0)),
             closing=item.get("closing"),
             children=list(item.get("children") or []),
+            accepted_ms=int(item.get("accepted_ms", 0)),
         )
 
     def set(self, **values: Any) -> None:

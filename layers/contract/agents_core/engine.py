@@ -21,7 +21,7 @@ from agents_contract import jsonutil, resources
 from agents_contract.errors import InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
-from . import keys
+from . import keys, metrics
 from .draft import Draft, TurnState, item_public_id
 from .environments import placement
 from .ids import new_id, now
@@ -85,6 +85,7 @@ def attempt(decide: Callable[[], tuple[Optional[Draft], T]], attempts: int = 50)
             return result
         for step in draft._before:
             step(draft)
+        facts = metrics.TurnFacts(draft)  # read before the commit: building the transaction forgets what changed
         try:
             committed = draft.commit()
         except (TransactionConflict, Contention):
@@ -93,6 +94,7 @@ def attempt(decide: Callable[[], tuple[Optional[Draft], T]], attempts: int = 50)
         if committed:
             for hook in draft._after:
                 hook()
+            facts.emit()
         return result
     raise Unavailable()
 
@@ -109,6 +111,7 @@ def create(draft: Draft, transaction: Callable[[Draft], Transaction], attempts: 
     a TransactionConflict is the caller's to name."""
     for step in draft._before:
         step(draft)
+    facts = metrics.TurnFacts(draft)
     tx = transaction(draft)
     for throttled in range(attempts):
         try:
@@ -120,6 +123,7 @@ def create(draft: Draft, transaction: Callable[[Draft], Transaction], attempts: 
             time.sleep(0.02 * (2 ** throttled))
     for hook in draft._after:
         hook()
+    facts.emit()
 
 
 # ---- Turn lifecycle ------------------------------------------------------------------------------
@@ -130,9 +134,10 @@ def start_turn(draft: Draft, messages: list[list[dict[str, Any]]]) -> TurnState:
     turn_id = new_id("turn")
     snapshot: Snapshot = draft.snapshot
     turn = TurnState(doc={"id": turn_id, "agent_id": snapshot.agent_id, "session_id": draft.session_id,
-                          "created_at": ts, "status": "queued"})
+                          "created_at": ts, "status": "queued"}, accepted_ms=metrics.now_ms())
     draft.add_turn(turn, {**keys.turn(draft.tenant, draft.session_id, turn_id), "kind": "turn", "id": turn_id,
                           "tenant": draft.tenant, "session_id": draft.session_id, "harness": snapshot.harness,
+                          "accepted_ms": turn.accepted_ms,  # the queue wait's start (metrics.TURN_QUEUE_WAIT)
                           **keys.queued_turn(placement.queue(snapshot.environment["type"], snapshot.harness,
                                                              placement.environment_id(draft.session_id)), turn_id)})
     draft.emit_turn("agent.session.turn.created", turn)

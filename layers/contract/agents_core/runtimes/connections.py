@@ -12,7 +12,7 @@ from agents_contract import capabilities, protocol
 from agents_contract.errors import InvalidRequest
 from agents_contract.harnessconfig import HARNESS_NAMES
 
-from .. import environments, keys
+from .. import environments, keys, metrics
 from ..aws import ConnectionGone, Messenger
 from ..environments import placement
 from ..ids import new_id, now
@@ -43,6 +43,7 @@ def runtime_for_token(store: DynamoStore, token: str) -> Optional[dict[str, Any]
 def register_connection(store: DynamoStore, connection_id: str, role: str, **attrs: Any) -> None:
     store.put({**keys.connection(connection_id), "kind": "connection", "role": role, "connection_id": connection_id,
                "connected_at": now(), "ttl": now() + 2 * 3600, **attrs})
+    metrics.runtime_connected(attrs.get("runtime_kind") or role)  # shared, enrolling, enrolled or client
 
 
 _ROLES: dict[str, dict[str, Any]] = {}  # warm-container cache: a connection's role never changes

@@ -7,8 +7,11 @@ from __future__ import annotations
 from agents_contract import jsonutil
 from agents_contract.errors import AgentsError
 
+from .. import metrics
+
 
 def error_answer(error: AgentsError) -> tuple[int, str, dict[str, str]]:
     """A domain error -> (status, JSON body, headers)."""
     headers = {"x-should-retry": "false"} if 400 <= error.status < 500 and error.status != 429 else {}
+    metrics.rejected_request(error.status, error.code or error.type)
     return error.status, jsonutil.dumps(error.envelope()), headers
