@@ -88,10 +88,9 @@ def required_capabilities(
         need.update({"structured_output", "message_items"})
         if workspace:
             need.add("workspace_structured_output")
-    if "web_search" in types:
-        need.add("web_search_control")
-    if any(t["type"] == "programmatic_tool_calling" and not t["enabled"] for t in tools):
-        need.add("programmatic_tool_calling_disable")
+    # web_search and programmatic_tool_calling: "The Runtime needs only the execution_controls capability"
+    # (always required). The spec wins over the notes' conditional web_search_control and
+    # programmatic_tool_calling_disable: they stay in the vocabulary, and no Turn requires them.
     mcp = [t for t in tools if t["type"] == "mcp"]
     if mcp:
         need.add("mcp_http_tools")
@@ -102,10 +101,16 @@ def required_capabilities(
     for message in messages or []:
         if _has_images(message.get("content")):
             need.add("message_images")
-    for result in results or []:
-        if _has_images(result.get("output")):
-            need.add("function_result_images")
+    need.update(result_capabilities(results or []))
     return frozenset(need)
+
+
+def result_capabilities(results: list[dict[str, Any]]) -> frozenset[str]:
+    """What function results (as submitted) need of the Runtime that runs their Turn: "Results with image
+    parts need the Runtime's function_result_images capability". Conditional names are "required only by a
+    request that uses the operation", so dispatch never asks for it (a Turn does not know whether a result
+    will carry an image); results admission checks it against the Runtime that claimed the Turn."""
+    return frozenset({"function_result_images"} if any(_has_images(r.get("output")) for r in results) else ())
 
 
 def covers(advertised: frozenset[str], required: frozenset[str]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Optional
 
-from agents_contract import decisions, jsonutil, limits, parser, protocol, wire
+from agents_contract import capabilities, decisions, jsonutil, limits, parser, protocol, wire
 from agents_contract.errors import IdempotencyConflict, InvalidRequest, NotFound, UnsupportedConfiguration
 from agents_contract.harnessconfig import declaration
 
@@ -108,6 +108,7 @@ def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, An
                         "The tool result is too large to store with its call: the call's arguments and result "
                         f"together may hold at most {CALL_ITEM_BUDGET - 2048} bytes of JSON.",
                         param=_content_param(event, index))
+                _check_runtime_capabilities(draft, event, index)
                 _admit_result(draft, event, calls[event.call_id], decision.digest)
                 records[event.call_id] = decisions.CallRecord(
                     event.call_id, decision.call.turn_id, decisions.CallState.SUBMITTED,
@@ -147,6 +148,36 @@ def _check_content_size(event: Any, index: int, used: int) -> int:
             f"{limits.MAX_BATCH_CONTENT_BYTES} bytes of JSON (a message counts twice); send it in its own batch "
             "or make it smaller.", param=_content_param(event, index))
     return size
+
+
+def _check_runtime_capabilities(draft: engine.Draft, event: wire.ToolResultEvent, index: int) -> None:
+    """A new result needs what the Runtime running its Turn advertised for it (`function_result_images` for
+    image parts): otherwise a 400 that leaves the call pending. Read only for such a result: the claiming
+    connection's declaration of this Harness (an exec-server host's is its Environment's)."""
+    needed = capabilities.result_capabilities([decisions.result_as_sent(event)])
+    if not needed:
+        return
+    connection = (draft.active_turn or {}).get("claimed_by")
+    advertised: frozenset[str] = frozenset()
+    if connection:
+        harness = draft.snapshot.harness
+        wanted = [keys.declaration(connection, harness)]
+        if draft.snapshot.environment.get("type") == "self_hosted":
+            from .environments import placement
+
+            env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
+            wanted.append(keys.environment_declaration(connection, env_id, harness))  # type: ignore[arg-type]
+        found = draft.store.batch_get(wanted)
+        for key in wanted:
+            row = found.get(keys.address(key))
+            if row is not None:
+                advertised = frozenset(row.get("capabilities") or ())
+                break
+    lacking = capabilities.missing(advertised, needed)
+    if lacking:
+        raise UnsupportedConfiguration(
+            f"The Runtime running this Turn does not advertise {', '.join(lacking)}: it cannot take images in "
+            "function results. Send the result without image parts.", param=f"events[{index}].output")
 
 
 def _admit_result(draft: engine.Draft, event: wire.ToolResultEvent, call: dict[str, Any], digest: str) -> None:
