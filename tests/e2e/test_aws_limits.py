@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 import time
 
 import httpx2
@@ -62,7 +63,41 @@ def test_a_message_over_32_kb_in_small_frames_reaches_core(local_stack):
     socket.close()
 
 
-def test_a_300_kb_tool_result_reaches_the_runtime_process_through_the_gateway(client):
+def _subscriber(info: dict, api_key: str, session_id: str) -> tuple[list[dict], threading.Thread]:
+    """A WebSocket subscriber of the Session: the events it receives, chunks reassembled (docs/runtime-protocol.md,
+    "Message size")."""
+    socket = connect(info["websocket_url"], additional_headers={"Authorization": f"Bearer {api_key}"}, max_size=2**22)
+    socket.send(json.dumps({"action": "subscribe", "session_id": session_id}))
+    events: list[dict] = []
+    parts: dict[str, dict[int, str]] = {}
+
+    def read() -> None:
+        with socket:
+            while True:
+                try:
+                    message = json.loads(socket.recv(timeout=30))
+                except (TimeoutError, ConnectionClosed):
+                    return
+                if message.get("type") == "chunk":
+                    got = parts.setdefault(message["id"], {})
+                    got[message["part"]] = message["data"]
+                    if len(got) < message["parts"]:
+                        continue
+                    message = json.loads("".join(got[i] for i in range(message["parts"])))
+                events.append(message)
+                if message.get("type") == "agent.session.turn.completed":
+                    return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return events, reader
+
+
+def test_a_300_kb_tool_result_reaches_the_runtime_process_and_every_subscriber_through_the_gateway(client,
+                                                                                                   local_stack):
+    """Issue 13, and issue 35 with IAM on: the commit applying a 300 KB result is over one outbox record, so the
+    stream function reads its parts back (dynamodb:BatchGetItem under its own policy) for WebSocket subscribers
+    and the SSE stream reads them for its client."""
     session = client.beta.agents.sessions.create(
         environment={"type": "none"}, input="call get_weather {}\nsay done",
         agent={"model": "gpt-5", "tools": [FN]}, extra_body={"x_agents_core": {"harness": "scripted"}})
@@ -70,6 +105,28 @@ def test_a_300_kb_tool_result_reaches_the_runtime_process_through_the_gateway(cl
     while not (actions := client.beta.agents.sessions.retrieve(session.id).required_actions):
         assert time.time() < end
         time.sleep(0.1)
+    ws_events, ws_reader = _subscriber(local_stack, client.api_key, session.id)
+    sse_events: list[dict] = []
+    sse_open = threading.Event()
+    headers = {"Authorization": f"Bearer {client.api_key}", "OpenAI-Beta": "agents=v1", "Accept": "text/event-stream"}
+
+    def read_sse() -> None:
+        with httpx2.Client(timeout=30) as http, http.stream(
+                "GET", f"{local_stack['base_url']}/agents/sessions/{session.id}/events", headers=headers) as response:
+            for line in response.iter_lines():
+                sse_open.set()
+                if line.startswith("data: "):
+                    sse_events.append(json.loads(line[6:]))
+                    if sse_events[-1].get("type") == "agent.session.turn.completed":
+                        return
+
+    sse_reader = threading.Thread(target=read_sse, daemon=True)
+    sse_reader.start()
+    end = time.time() + 10  # both listening before the result is sent
+    while not any(e.get("type") == "subscribed" for e in ws_events):
+        assert time.time() < end, ws_events
+        time.sleep(0.05)
+    assert sse_open.wait(timeout=10)
     output = "r" * 300_000
     client.beta.agents.sessions.events.create(session.id, events=[{
         "type": "agent.session.input.tool_result", "turn_id": actions[0].turn_id, "call_id": actions[0].call_id,
@@ -82,6 +139,12 @@ def test_a_300_kb_tool_result_reaches_the_runtime_process_through_the_gateway(cl
     items = client.beta.agents.sessions.items.list(session.id, order="asc").data
     assert [i.type for i in items] == ["message", "function_call", "function_call_output", "message"]
     assert items[2].output == output
+    ws_reader.join(timeout=30)
+    sse_reader.join(timeout=30)
+    for events in (ws_events, sse_events):
+        outputs = [e["item"] for e in events if e.get("type") == "agent.session.turn.item.added"
+                   and e["item"]["type"] == "function_call_output"]  # the Item as applied, whole
+        assert [o["output"] for o in outputs] == [output], [(e.get("type"), e.get("item", {}).get("type"), len(json.dumps(e))) for e in events]
 
 
 def test_an_sse_stream_leaves_no_subscriber_behind_once_its_client_goes_away(client, local_stack):

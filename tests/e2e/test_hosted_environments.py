@@ -16,10 +16,11 @@ import subprocess
 import sys
 import tempfile
 
+import openai
 import pytest
 
 from local.inprocess import wait_for
-from tests.e2e.conftest import ROOT, RuntimeProcess, tenant_client
+from tests.e2e.conftest import ROOT, RuntimeProcess, aws_client, tenant_client
 
 pytestmark = pytest.mark.e2e
 
@@ -183,3 +184,39 @@ def test_environments_create_then_two_sessions_share_its_workspace(local_stack, 
     wait_for(seen.exists, timeout=10)
     assert seen.read_text() == "written-by-the-first\ndeclared"
     assert client.beta.agents.environments.retrieve(environment.id).status in ("ready", "connected")
+
+
+def _rows_naming(local_stack: dict, text: str) -> list[dict]:
+    dynamodb = aws_client(local_stack, "dynamodb")
+    return [item for item in dynamodb.scan(TableName=local_stack["table"], ConsistentRead=True)["Items"]
+            if text in json.dumps(item, default=str)]
+
+
+def test_with_iam_on_a_hosted_session_deletes_whole_and_a_host_that_goes_away_disconnects_its_environments(
+        local_stack, hosted_runtime):
+    """Issue 35 on the real stack, IAM enforced from template.yaml (the local stack's default): deleting a Session
+    whose hosted Environment is bound to a host deletes its binding too (AdmissionFunction's LeadingKeys name
+    HOST#*), and a host whose process is killed leaves its Environments disconnected (the WebSocket disconnect
+    function under its own policy). Last in this module: it stops the module's host."""
+    client = tenant_client(local_stack, "iam-hosted")
+    created = []
+    for _ in range(2):
+        session = client.beta.agents.sessions.create(
+            environment={"type": "openai_hosted"}, agent={"model": "gpt-5"}, input="say bound",
+            extra_body={"x_agents_core": {"harness": "scripted"}})
+        assert finished(client, session.id).status == "completed"
+        created.append(session)
+    doomed, kept = created
+    assert _rows_naming(local_stack, doomed.environment.id)
+    client.beta.agents.sessions.delete(doomed.id)
+    with pytest.raises(openai.NotFoundError):
+        client.beta.agents.sessions.retrieve(doomed.id)
+    with pytest.raises(openai.NotFoundError):
+        client.beta.agents.environments.retrieve(doomed.environment.id)
+    assert _rows_naming(local_stack, doomed.environment.id) == []  # the host binding went with it
+
+    assert client.beta.agents.environments.retrieve(kept.environment.id).status != "disconnected"
+    hosted_runtime.process.kill()  # no goodbye: the socket just closes
+    hosted_runtime.process.wait(timeout=10)
+    wait_for(lambda: client.beta.agents.environments.retrieve(kept.environment.id).status == "disconnected",
+             timeout=20, interval=0.2)
