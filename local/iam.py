@@ -142,6 +142,9 @@ def _values() -> dict[str, str]:
         kind = res["Type"]
         if kind == "AWS::DynamoDB::Table":
             out |= {logical_id: table, f"{logical_id}.Arn": table_arn, f"{logical_id}.StreamArn": f"{table_arn}/stream/*"}
+        elif kind == "AWS::S3::Bucket":
+            bucket = template.bucket_name(logical_id)
+            out |= {logical_id: bucket, f"{logical_id}.Arn": f"arn:aws:s3:::{bucket}"}
         elif kind == "AWS::KMS::Key":
             out |= {logical_id: key, f"{logical_id}.Arn": f"arn:aws:kms:{template.REGION}:{template.ACCOUNT}:key/{key}"}
         elif kind == "AWS::Serverless::StateMachine":

@@ -4,7 +4,8 @@ DynamoDB authorizes each item a request touches: a member of TransactWriteItems 
 UpdateItem / DeleteItem / ConditionCheckItem, of TransactGetItems a GetItem, and each key of BatchGetItem /
 BatchWriteItem is checked under that action, each with `dynamodb:LeadingKeys` = the item's partition key
 (the index's for a Query on an index; absent for a Scan). KMS calls carry `kms:EncryptionContext:<key>` and
-`kms:EncryptionContextKeys`. Context keys are lower-cased (IAM compares key names case-insensitively).
+`kms:EncryptionContextKeys`. An S3 call is its object's action on `arn:aws:s3:::bucket/key` (each key of
+DeleteObjects; a multipart upload's steps are s3:PutObject). Context keys are lower-cased (IAM compares key names case-insensitively).
 """
 
 from __future__ import annotations
@@ -132,7 +133,50 @@ def _lambda(operation: str, params: Mapping[str, Any]) -> Iterator[Request]:
     yield action, arn if name else "*", {}
 
 
+# S3 operations as IAM authorizes them (the action of each object-level operation; a multipart upload's steps
+# are s3:PutObject, DeleteObjects is s3:DeleteObject per key, a copy also reads its source).
+_S3_OBJECT = {"GetObject": "s3:GetObject", "HeadObject": "s3:GetObject", "PutObject": "s3:PutObject",
+              "CreateMultipartUpload": "s3:PutObject", "UploadPart": "s3:PutObject",
+              "UploadPartCopy": "s3:PutObject", "CopyObject": "s3:PutObject",
+              "CompleteMultipartUpload": "s3:PutObject", "DeleteObject": "s3:DeleteObject",
+              "AbortMultipartUpload": "s3:AbortMultipartUpload", "ListParts": "s3:ListMultipartUploadParts"}
+_S3_BUCKET = {"ListObjectsV2": "s3:ListBucket", "ListObjects": "s3:ListBucket", "HeadBucket": "s3:ListBucket",
+              "ListMultipartUploads": "s3:ListBucketMultipartUploads"}
+
+
+def _s3(operation: str, params: Mapping[str, Any]) -> Iterator[Request]:
+    bucket = f"arn:aws:s3:::{params.get('Bucket', '')}"
+    if operation == "DeleteObjects":
+        for entry in (params.get("Delete") or {}).get("Objects") or []:
+            yield "s3:DeleteObject", f"{bucket}/{entry['Key']}", {}
+        return
+    if operation in _S3_OBJECT:
+        yield _S3_OBJECT[operation], f"{bucket}/{params.get('Key', '')}", {}
+        source = params.get("CopySource")
+        if source:
+            source = source if isinstance(source, str) else f"{source['Bucket']}/{source['Key']}"
+            yield "s3:GetObject", f"arn:aws:s3:::{source.lstrip('/')}", {}
+        return
+    if operation in _S3_BUCKET:
+        context = {"s3:prefix": [params["Prefix"]]} if "Prefix" in params else {}
+        yield _S3_BUCKET[operation], bucket, context
+        return
+    yield f"s3:{operation}", bucket, {}
+
+
+def _scheduler(operation: str, params: Mapping[str, Any]) -> Iterator[Request]:
+    """EventBridge Scheduler: a schedule's ARN names its group; creating or updating one passes its target's role
+    to the service (iam:PassRole, iam:PassedToService)."""
+    group, name = params.get("GroupName") or "default", params.get("Name") or ""
+    yield f"scheduler:{operation}", f"arn:aws:scheduler:{_R}:{_A}:schedule/{group}/{name}" if name else "*", {}
+    role = (params.get("Target") or {}).get("RoleArn")
+    if operation in ("CreateSchedule", "UpdateSchedule") and role:
+        yield "iam:PassRole", role, {"iam:passedtoservice": ["scheduler.amazonaws.com"]}
+
+
 def requests(service: str, operation: str, params: Mapping[str, Any], tokens: Mapping[str, str]) -> list[Request]:
+    if service == "s3":
+        return list(_s3(operation, params))
     if service == "dynamodb":
         return list(_dynamodb(operation, params))
     if service == "kms":

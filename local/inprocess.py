@@ -28,6 +28,9 @@ def reset_caches() -> None:
     from agents_core import vault_crypto
 
     vault_crypto.default_sealer.cache_clear()
+    from agents_core.files import objects
+
+    objects.default_objects.cache_clear()
 
 
 class InProcessStack:
@@ -48,8 +51,10 @@ class InProcessStack:
                                            type=machine.type)["stateMachineArn"]
             self.state_machines[machine.logical_id] = arn
         self._saved_env = {k: os.environ.get(k) for k in ("STATE_MACHINE_ARN", "TABLE_NAME", "WEBSOCKET_URL",
-                                                           "CONNECTION_WAIT_STATE_MACHINE_ARN", "VAULT_KEY_ID")}
+                                                           "CONNECTION_WAIT_STATE_MACHINE_ARN", "VAULT_KEY_ID",
+                                                           "FILES_BUCKET")}
         os.environ["VAULT_KEY_ID"] = template.create_keys(boto3.client("kms", region_name=template.REGION))["VaultKey"]
+        os.environ["FILES_BUCKET"] = template.create_buckets(boto3.client("s3", region_name=template.REGION))["FilesBucket"]
         os.environ["STATE_MACHINE_ARN"] = self.state_machines["TurnStateMachine"]
         os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = self.state_machines["ConnectionWaitStateMachine"]
         os.environ["TABLE_NAME"] = table

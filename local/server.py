@@ -260,6 +260,7 @@ class LocalStack:
         os.environ["STATE_MACHINE_ARN"] = machines["TurnStateMachine"]
         os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = machines["ConnectionWaitStateMachine"]
         os.environ["VAULT_KEY_ID"] = template.create_keys(boto3.client("kms"))["VaultKey"]
+        os.environ["FILES_BUCKET"] = template.create_buckets(boto3.client("s3"))["FilesBucket"]
         reset_caches()
         self.handlers = apigw.load_handlers()
         lambdas.install(self.handlers)

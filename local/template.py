@@ -288,3 +288,38 @@ def create_keys(client: Any) -> dict[str, str]:
                                             KeySpec=props.get("KeySpec", "SYMMETRIC_DEFAULT"),
                                             KeyUsage=props.get("KeyUsage", "ENCRYPT_DECRYPT"))["KeyMetadata"]["KeyId"]
     return out
+
+
+def bucket_name(logical_id: str) -> str:
+    """The local name of a template bucket (S3 names are lower case)."""
+    return f"agents-core-local-{logical_id.lower()}"
+
+
+def create_buckets(client: Any) -> dict[str, str]:
+    """The template's S3 buckets in moto's S3 (encryption, public access block, lifecycle as declared):
+    logical id -> bucket name."""
+    out = {}
+    for logical_id, res in resources("AWS::S3::Bucket").items():
+        name = bucket_name(logical_id)
+        client.create_bucket(Bucket=name)
+        props = res["Properties"]
+        if props.get("PublicAccessBlockConfiguration"):
+            client.put_public_access_block(Bucket=name,
+                                           PublicAccessBlockConfiguration=props["PublicAccessBlockConfiguration"])
+        rules = (props.get("LifecycleConfiguration") or {}).get("Rules") or []
+        if rules:
+            client.put_bucket_lifecycle_configuration(Bucket=name, LifecycleConfiguration={"Rules": [_lifecycle(r)
+                                                                                                   for r in rules]})
+        out[logical_id] = name
+    return out
+
+
+def _lifecycle(rule: dict[str, Any]) -> dict[str, Any]:
+    """A CloudFormation lifecycle rule as S3's API spells it."""
+    out: dict[str, Any] = {"ID": rule["Id"], "Status": rule["Status"], "Filter": {"Prefix": rule.get("Prefix", "")}}
+    if "ExpirationInDays" in rule:
+        out["Expiration"] = {"Days": int(rule["ExpirationInDays"])}
+    if "AbortIncompleteMultipartUpload" in rule:
+        out["AbortIncompleteMultipartUpload"] = {
+            "DaysAfterInitiation": int(rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"])}
+    return out

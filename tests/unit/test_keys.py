@@ -103,6 +103,13 @@ EXAMPLES = [
     ("queued_turns", ("QUEUE#HOSTED#codex",), {"pk": "QUEUE#HOSTED#codex", "index": "GSI1"}),
     ("queued_turns", ("codex",), {"pk": "QUEUE#codex", "index": "GSI1"}),  # a plain Harness: the shared queue
     ("queued_turn", ("QUEUE#codex", "turn_1"), {"GSI1PK": "QUEUE#codex", "GSI1SK": "turn_1"}),
+    ("file", (T, "file-1"), {"PK": "T#tenant-a#FILE#file-1", "SK": "F"}),
+    ("files_of_tenant", (T,), {"pk": "T#tenant-a#FILES", "index": "GSI1"}),
+    ("listed_file", (T, "file-1"), {"GSI1PK": "T#tenant-a#FILES", "GSI1SK": "file-1"}),
+    ("upload_partition", (T, "upload_1"), "T#tenant-a#UPLOAD#upload_1"),
+    ("upload", (T, "upload_1"), {"PK": "T#tenant-a#UPLOAD#upload_1", "SK": "U"}),
+    ("upload_part", (T, "upload_1", "part_1"), {"PK": "T#tenant-a#UPLOAD#upload_1", "SK": "PART#part_1"}),
+    ("parts_of_upload", (T, "upload_1"), {"pk": "T#tenant-a#UPLOAD#upload_1", "sk_prefix": "PART#"}),
 ]
 # What reads a key back rather than builds one
 READERS = {"address", "sort_key", "list_position", "item_position", "runtime_item_id", "is_call",

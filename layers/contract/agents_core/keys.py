@@ -478,3 +478,36 @@ def queued_turn(queue: str, turn_id: str) -> Key:
 
 def _by_time(ts: int, connection_id: str) -> str:
     return f"{ts:012d}#{connection_id}"
+
+
+# ---- Files and Uploads (agents_core/files; the bytes are S3 objects, agents_core/files/objects.py) ----
+
+_UPLOAD_PART = "PART#"
+
+
+def file(tenant: str, file_id: str) -> Key:
+    return _key(f"T#{tenant}#FILE#{file_id}", "F")
+
+
+def files_of_tenant(tenant: str) -> Range:
+    return {"pk": f"T#{tenant}#FILES", "index": GSI1}
+
+
+def listed_file(tenant: str, file_id: str) -> Key:
+    return _listed(files_of_tenant(tenant)["pk"], file_id)
+
+
+def upload_partition(tenant: str, upload_id: str) -> str:
+    return f"T#{tenant}#UPLOAD#{upload_id}"
+
+
+def upload(tenant: str, upload_id: str) -> Key:
+    return _key(upload_partition(tenant, upload_id), "U")
+
+
+def upload_part(tenant: str, upload_id: str, part_id: str) -> Key:
+    return _key(upload_partition(tenant, upload_id), f"{_UPLOAD_PART}{part_id}")
+
+
+def parts_of_upload(tenant: str, upload_id: str) -> Range:
+    return {"pk": upload_partition(tenant, upload_id), "sk_prefix": _UPLOAD_PART}

@@ -57,6 +57,9 @@ class Settings:
     kms_endpoint_url: Optional[str] = None
     vault_allow_loopback_http: bool = False
     oauth_trusted_origins: Optional[str] = None
+    # Files, Uploads and artifacts (agents_core/files): the bucket of their bytes; an explicit S3 endpoint locally.
+    files_bucket: Optional[str] = None
+    s3_endpoint_url: Optional[str] = None
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> Settings:

@@ -33,10 +33,10 @@ def request_context(request: Request) -> dict[str, Any]:
         return {}
 
 
-def caller(request: Request) -> str:
+def caller(request: Request, beta_required: bool = True) -> str:
     """The caller's tenant, after the same checks as every buffered route (key, then beta header)."""
     tenant = ((request_context(request).get("authorizer") or {}).get("tenant")) or ""
-    rejected = admission_error(tenant, request.headers.get("openai-beta"))
+    rejected = admission_error(tenant, request.headers.get("openai-beta"), beta_required)
     if rejected is not None:
         raise rejected
     return tenant

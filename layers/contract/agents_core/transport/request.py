@@ -31,11 +31,12 @@ def request_id() -> str:
     return "req_" + secrets.token_hex(16)
 
 
-def admission_error(tenant_id: str, beta: Optional[str]) -> Optional[AgentsError]:
-    """Authentication, then the beta header: what every route checks first (buffered or streaming)."""
+def admission_error(tenant_id: str, beta: Optional[str], beta_required: bool = True) -> Optional[AgentsError]:
+    """Authentication, then the beta header: what every route checks first (buffered or streaming). The Files
+    and Uploads routes (`client.files`, `client.uploads`) are not beta: the SDK sends them no header."""
     if not tenant_id:
         return Unauthorized("Incorrect API key provided. Send 'Authorization: Bearer <your API key>'.")
-    if BETA not in [part.strip() for part in (beta or "").split(",")]:
+    if beta_required and BETA not in [part.strip() for part in (beta or "").split(",")]:
         return InvalidBeta()
     return None
 

@@ -1,0 +1,160 @@
+"""The Files API and Uploads (`client.files`, `client.uploads`) as this deployment accepts them: pure rules.
+
+- Purposes: `user_data` is stored; the SDK's other purposes are a clear 400 saying so, anything else an
+  invalid value. `expires_after` is refused (files persist until deleted).
+- Sizes: `files.create` carries the whole file in one request, which reaches Lambda inside its 6 MB
+  invocation payload (base64-encoded by API Gateway), so a file sent that way is at most MAX_CREATE_BYTES;
+  larger files go through `client.uploads` in parts of at most MAX_PART_BYTES, up to MAX_UPLOAD_BYTES.
+- Names: the base name of what the client sent, 1..MAX_FILENAME_BYTES of UTF-8, no control characters.
+- MIME types (`uploads.create`'s `mime_type`, a part's Content-Type): `type/subtype` of RFC 6838 tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from .errors import InvalidRequest
+
+MiB = 1024 * 1024
+MAX_CREATE_BYTES = 4 * MiB
+MAX_FORM_BYTES = MAX_CREATE_BYTES + 64 * 1024  # the file plus the form's boundaries, headers and fields
+MAX_PART_BYTES = 4 * MiB
+MAX_UPLOAD_BYTES = 512 * MiB
+MAX_PARTS = 10_000
+MAX_FILENAME_BYTES = 255
+UPLOAD_TTL_SECONDS = 3600  # an Upload not completed within an hour expires (as officially)
+FILES_LIST_MAX = 10_000  # files.list: limit 1..10,000, default 10,000
+
+SUPPORTED_PURPOSES = ("user_data",)
+KNOWN_PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
+
+_MIME_PART = r"[A-Za-z0-9!#$&^_.+-]{1,127}"
+_MIME = re.compile(rf"^{_MIME_PART}/{_MIME_PART}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def check_purpose(value: Any, param: str = "purpose") -> str:
+    if value is None or value == "":
+        raise InvalidRequest("Missing required parameter: 'purpose'.", param=param)
+    if not isinstance(value, str):
+        raise InvalidRequest("Invalid type for 'purpose': expected a string.", param=param)
+    if value in SUPPORTED_PURPOSES:
+        return value
+    if value in KNOWN_PURPOSES:
+        raise InvalidRequest(f"The purpose '{value}' is not supported by this deployment; use 'user_data'.",
+                             param=param, code="unsupported_value")
+    raise InvalidRequest(f"Invalid value: '{value}'. Supported values are: "
+                         + ", ".join(f"'{p}'" for p in KNOWN_PURPOSES) + ".", param=param)
+
+
+def refuse_expiry(present: bool, param: str = "expires_after") -> None:
+    if present:
+        raise InvalidRequest("expires_after is not supported by this deployment: files persist until deleted.",
+                             param=param, code="unsupported_parameter")
+
+
+def check_filename(value: Any, param: str = "file") -> str:
+    """The base name of the client's file name (a path's directories are not kept)."""
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest("The file must have a file name.", param=param)
+    name = re.split(r"[/\\]", value)[-1]
+    if name in ("", ".", ".."):
+        raise InvalidRequest(f"Invalid file name: {value!r}.", param=param)
+    if _CONTROL.search(name):
+        raise InvalidRequest("The file name must not contain control characters.", param=param)
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_FILENAME_BYTES:
+        raise InvalidRequest(f"The file name is longer than {MAX_FILENAME_BYTES} bytes.", param=param)
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidRequest("The file name must be valid UTF-8.", param=param) from None
+    return name
+
+
+def check_mime_type(value: Any, param: str = "mime_type") -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(f"Missing required parameter: '{param}'.", param=param)
+    base = value.split(";", 1)[0].strip()
+    if not _MIME.match(base):
+        raise InvalidRequest(f"Invalid MIME type: {value[:200]!r}. Expected 'type/subtype'.", param=param)
+    return base.lower()
+
+
+def check_size(size: int, limit: int, param: str, what: str) -> None:
+    if size > limit:
+        raise InvalidRequest(f"{what} is {size} bytes, over this deployment's limit of {limit} bytes.",
+                             param=param, code="file_too_large")
+
+
+def file_resource(record: dict[str, Any]) -> dict[str, Any]:
+    """The official FileObject."""
+    return {"id": record["id"], "object": "file", "bytes": record["bytes"], "created_at": record["created_at"],
+            "filename": record["filename"], "purpose": record["purpose"], "status": "processed",
+            "expires_at": None, "status_details": None}
+
+
+def upload_resource(record: dict[str, Any], status: str, file: Optional[dict[str, Any]]) -> dict[str, Any]:
+    """The official Upload (`file` is the FileObject once completed)."""
+    return {"id": record["id"], "object": "upload", "bytes": record["bytes"], "created_at": record["created_at"],
+            "expires_at": record["expires_at"], "filename": record["filename"], "purpose": record["purpose"],
+            "status": status, "file": file}
+
+
+def part_resource(record: dict[str, Any]) -> dict[str, Any]:
+    return {"id": record["id"], "object": "upload.part", "created_at": record["created_at"],
+            "upload_id": record["upload_id"]}
+
+
+def parse_upload_create(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.", param=None)
+    for name in ("bytes", "filename", "mime_type", "purpose"):
+        if body.get(name) is None:
+            raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name)
+    unknown = sorted(set(body) - {"bytes", "filename", "mime_type", "purpose", "expires_after"})
+    if unknown:
+        raise InvalidRequest(f"Unknown parameter: '{unknown[0]}'.", param=unknown[0], code="unknown_parameter")
+    size = body["bytes"]
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise InvalidRequest("Invalid 'bytes': expected a non-negative integer.", param="bytes")
+    check_size(size, MAX_UPLOAD_BYTES, "bytes", "The upload")
+    refuse_expiry("expires_after" in body)
+    return {"bytes": size, "filename": check_filename(body["filename"], "filename"),
+            "mime_type": check_mime_type(body["mime_type"]), "purpose": check_purpose(body["purpose"])}
+
+
+def parse_upload_complete(body: Any) -> tuple[list[str], Optional[str]]:
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.", param=None)
+    unknown = sorted(set(body) - {"part_ids", "md5"})
+    if unknown:
+        raise InvalidRequest(f"Unknown parameter: '{unknown[0]}'.", param=unknown[0], code="unknown_parameter")
+    part_ids = body.get("part_ids")
+    if not isinstance(part_ids, list) or not all(isinstance(p, str) and p for p in part_ids):
+        raise InvalidRequest("Invalid 'part_ids': expected an array of Part ids.", param="part_ids")
+    if len(part_ids) > MAX_PARTS:
+        raise InvalidRequest(f"An upload has at most {MAX_PARTS} parts.", param="part_ids")
+    if len(set(part_ids)) != len(part_ids):
+        raise InvalidRequest("Each Part may be listed once in 'part_ids'.", param="part_ids")
+    md5 = body.get("md5")
+    if md5 is not None and (not isinstance(md5, str) or not re.fullmatch(r"[0-9a-fA-F]{32}", md5)):
+        raise InvalidRequest("Invalid 'md5': expected 32 hexadecimal characters.", param="md5")
+    return part_ids, md5.lower() if md5 else None
+
+
+def files_list_params(query: dict[str, str]) -> tuple[Optional[str], int, bool, Optional[str]]:
+    """files.list: after, limit (1..10,000, default 10,000), order (default desc), purpose."""
+    raw = query.get("limit", str(FILES_LIST_MAX))
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise InvalidRequest("Invalid type for 'limit': expected an integer, but got a string instead.",
+                             param="limit") from None
+    if not 1 <= limit <= FILES_LIST_MAX:
+        raise InvalidRequest(f"Invalid 'limit': integer out of range. Expected a value between 1 and "
+                             f"{FILES_LIST_MAX}, but got {limit} instead.", param="limit")
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise InvalidRequest(f"Invalid value: '{order}'. Supported values are: 'asc' and 'desc'.", param="order")
+    return query.get("after") or None, limit, order == "asc", query.get("purpose") or None
