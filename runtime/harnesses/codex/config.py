@@ -182,16 +182,22 @@ def check_managed_requirements(native: dict[str, Any], requirements: dict[str, A
                                "disabled for this Session.")
 
 
+# What a declared server's entry must keep in the configuration Codex loaded: "Codex writes command, args, cwd
+# and env_vars to its [mcp_servers] table and verifies them with the rest of the declared configuration", and
+# "each declared server keeps its URL or command, bearer reference and headers".
+VERIFIED_KEYS = ("url", "command", "args", "cwd", "env_vars", "bearer_token_env_var", "http_headers")
+
+
 def verify_servers(declared: dict[str, Any], loaded: dict[str, Any]) -> None:
-    """Before any connection that carries a Core credential: each declared server keeps its URL or
-    command, bearer reference and headers in the configuration Codex actually loaded (project
-    configuration loads natively on a trusted workspace), and no stored native credential."""
+    """Before any native connection: each declared server keeps its URL or command, args, cwd, env_vars,
+    bearer reference and headers in the configuration Codex actually loaded (project configuration loads
+    natively on a trusted workspace), and no stored native credential."""
     loaded_servers = loaded.get("mcp_servers") or {}
     for label, entry in (declared.get("mcp_servers") or {}).items():
         got = loaded_servers.get(label)
         if got is None:
             raise AdapterError(f"Declared MCP server '{label}' is missing from the loaded Codex configuration.")
-        for key in ("url", "command", "bearer_token_env_var", "http_headers"):
+        for key in VERIFIED_KEYS:
             if entry.get(key) != got.get(key):
                 raise AdapterError(f"Declared MCP server '{label}' changed '{key}' in the loaded Codex configuration.")
         if got.get("bearer_token") or got.get("oauth"):

@@ -92,7 +92,10 @@ class CodexSession(NativeSession):
             for entry in (native.get("mcp_servers") or {}).values():
                 if "command" in entry:
                     entry["env_vars"] = [*entry["env_vars"], *(n for n in PROXY_VARIABLES if n not in entry["env_vars"])]
-        declared = adapter.config(start, names)
+        if placement(start) != "none":
+            # Codex trusts the workspace natively (thread/start records it); recorded first, config/read
+            # shows the project configuration the thread will load, which the servers are verified in.
+            native = adapter.merge(native, {"projects": {str(self.cwd): {"trust_level": "trusted"}}})
         (self.home / "config.toml").write_text(adapter.render_toml(native))
         if self.box is not None:
             extra = {"CODEX_HOME": self.box.inside(self.home), **bearers}
@@ -117,12 +120,13 @@ class CodexSession(NativeSession):
             await peer.request("initialize", {"clientInfo": CLIENT_INFO, "capabilities": {"experimentalApi": True}},
                                timeout=START_TIMEOUT)
             await peer.notify("initialized")
-            # Before any native connection: the configuration Codex actually loaded keeps every
-            # declared server (URL or command, bearer reference, headers), and no stored credential.
+            # Before any native connection: the configuration Codex actually loaded keeps every declared
+            # server as written (URL or command, args, cwd, env_vars, bearer reference, headers), and no
+            # stored credential; on a start and on a cold resume alike.
             loaded = await peer.request("config/read", {"cwd": str(self.cwd)}, timeout=START_TIMEOUT)
-            adapter.verify_servers(declared, (loaded or {}).get("config") or {})
+            adapter.verify_servers(native, (loaded or {}).get("config") or {})
             requirements = await peer.request("configRequirements/read", None, timeout=START_TIMEOUT)
-            adapter.check_managed_requirements(declared, (requirements or {}).get("requirements") or {})
+            adapter.check_managed_requirements(native, (requirements or {}).get("requirements") or {})
             params = {"cwd": str(self.cwd), "approvalPolicy": "never", "sandbox": self.sandbox}
             if self.thread_id:
                 await peer.request("thread/resume", {"threadId": self.thread_id, **params}, timeout=START_TIMEOUT)
@@ -131,7 +135,8 @@ class CodexSession(NativeSession):
                                                               "dynamicTools": adapter.dynamic_tools(start)},
                                              timeout=START_TIMEOUT)
                 self._save_thread(started["thread"]["id"])
-                await self._await_mcp_startup(start)
+            # "required: true makes native thread creation and cold resume wait for the server to initialize"
+            await self._await_mcp_startup(start)
         except BaseException:
             peer.on_exit = None  # the start failed for its own reason: report that one
             await peer.close()
@@ -160,9 +165,10 @@ class CodexSession(NativeSession):
             self.current.on_notification(method, params)
 
     async def _await_mcp_startup(self, start: dict[str, Any]) -> None:
-        """Codex starts an optional server after thread/start returns and does not wait for it: a Turn
-        started at once would run without its tools. Wait (bounded) until every declared server reported
-        ready or failed; one that failed runs without its tools (a required one failed thread/start)."""
+        """Codex starts its servers after thread/start or thread/resume returns and does not wait for an
+        optional one: a Turn started at once would run without its tools. Wait (bounded) until every declared
+        server reported ready or failed; an optional one that failed runs without its tools, a required one
+        fails the start (thread/start fails natively for it; a cold resume does not)."""
         declared = [t["server_label"] for t in tools_of(start, "mcp")]
         deadline = asyncio.get_running_loop().time() + MCP_STARTUP_TIMEOUT
         while True:
@@ -175,10 +181,15 @@ class CodexSession(NativeSession):
                 await asyncio.wait_for(self.mcp_changed.wait(), remaining)
             except TimeoutError:
                 break
-        for label in declared:
+        for tool in tools_of(start, "mcp"):
+            label = tool["server_label"]
             status = self.mcp_status.get(label) or {}
-            if status.get("status") != "ready":
-                log.warning("MCP server '%s' is %s: running without its tools", label, status.get("status", "not started"))
+            if status.get("status") == "ready":
+                continue
+            if tool["required"]:  # Codex fails thread/start for it natively, but not thread/resume
+                raise AdapterError(required_failure(label, str(status.get("error") or status.get("status")
+                                                               or "it did not report its startup in time")))
+            log.warning("MCP server '%s' is %s: running without its tools", label, status.get("status", "not started"))
 
     def _request(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
         if method == "item/tool/call" and self.current is not None:
@@ -210,7 +221,11 @@ def readable_error(text: str) -> str:
     found = _REQUIRED_FAILED.search(text)
     if found is None:
         return text[:400]
-    label, detail = found.group(1).strip(), found.group(2)
+    return required_failure(found.group(1).strip(), found.group(2))
+
+
+def required_failure(label: str, detail: str) -> str:
+    """A required server that did not start, named with the reason, not Codex's transport type names."""
     plain = " ".join(re.sub(r"\[[^\]]*\]", "", detail).split())  # without the transport's type names
     reason = next((why for key, why in _MCP_REASONS if key in detail), plain[:200] or "it could not be started")
     return f"Required MCP server '{label}' did not start: {reason}."

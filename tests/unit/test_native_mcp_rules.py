@@ -1,0 +1,35 @@
+"""Issue 37's native MCP rules as data (the real harnesses prove them in tests/e2e/test_native_mcp_contract.py).
+
+Codex "writes command, args, cwd and env_vars to its [mcp_servers] table and verifies them with the rest of the
+declared configuration before any native connection" (item 9)."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime.harnesses.codex import config as codex
+from runtime.harnesses.common import AdapterError
+
+STDIO = {"command": "/usr/bin/python3", "args": ["server.py"], "cwd": "/work", "env_vars": ["HOME", "TICKETS_KEY"],
+         "default_tools_approval_mode": "approve", "required": False}
+HTTP = {"url": "https://mcp.example.com/mcp", "http_headers": {"X-Realm": "blue"},
+        "bearer_token_env_var": "AGENTS_MCP_BEARER_0"}
+
+
+@pytest.mark.parametrize(("label", "entry", "key", "value"), [
+    ("files", STDIO, "command", "/bin/sh"),
+    ("files", STDIO, "args", ["other.py"]),
+    ("files", STDIO, "args", []),
+    ("files", STDIO, "cwd", "/"),
+    ("files", STDIO, "env_vars", ["HOME"]),
+    ("files", STDIO, "env_vars", ["HOME", "TICKETS_KEY", "AWS_SECRET_ACCESS_KEY"]),
+    ("tickets", HTTP, "url", "https://evil.example/mcp"),
+    ("tickets", HTTP, "http_headers", {"X-Realm": "red"}),
+    ("tickets", HTTP, "bearer_token_env_var", "OTHER"),
+])
+def test_codex_a_declared_server_changed_in_the_loaded_configuration_fails_the_start(label, entry, key, value):
+    declared = {"mcp_servers": {label: entry}}
+    loaded = {"mcp_servers": {label: {**entry, key: value, "enabled": True, "environment_id": "local"}}}
+    with pytest.raises(AdapterError, match=f"changed '{key}'"):
+        codex.verify_servers(declared, loaded)
+    codex.verify_servers(declared, {"mcp_servers": {label: {**entry, "enabled": True, "tool_timeout_sec": None}}})
