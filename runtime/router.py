@@ -30,7 +30,7 @@ from agents_contract.protocol import (
     TYPE,
 )
 
-from .environments.workspace import WORKSPACE_PLACEMENTS, Workspace, WorkspaceError
+from .environments.workspace import WORKSPACE_PLACEMENTS, Workspace, WorkspaceError, check_hosted_variables
 from .harnesses import HarnessDriver, TurnHandle
 from .protocol import Emit, Reassembler, TurnChannel
 
@@ -240,6 +240,7 @@ class Runtime:
         if self.hosted is not None:
             if placement != "openai_hosted":
                 raise WorkspaceError("This Runtime hosts openai_hosted Environments only.")
+            check_hosted_variables(message)  # stdio env_vars the Environment does not set fail the start
             return message
         if placement == "openai_hosted":
             raise WorkspaceError("An openai_hosted Session runs on a Runtime that isolates each Environment "

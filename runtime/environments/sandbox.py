@@ -9,9 +9,9 @@ servers and its setup run inside one sandbox that sees only:
 - the Harness binary, read-only, at `/opt/agents-core/<harness>`;
 - read-only system directories (/usr and the few /etc files a process needs), a fresh /tmp, /proc of its
   own pid namespace;
-- an environment cleared to PATH, HOME, LANG, what the Session declares (`env`) and what the Harness
-  needs. bwrap itself is started with that same environment, so the sandbox's pid 1 (readable at
-  /proc/1/environ from inside) holds nothing else.
+- an environment cleared to PATH, HOME, LANG, what the Session declares (`env`, never over a variable the
+  adapter sets) and what the Harness needs. bwrap itself is started with that same environment, so the
+  sandbox's pid 1 (readable at /proc/1/environ from inside) holds nothing else.
 It never sees the Runtime's state directory, its Core token, the operator's model key or another
 Environment, and it never shares the host's network: every sandbox has a network namespace of its own
 that holds only loopback, whatever its `network.access`. The ways out are Unix sockets bound into it and
@@ -204,15 +204,8 @@ class Sandbox:
 
     # -- the environment and the command line ------------------------------------------------------
     def environ(self, extra: Optional[dict[str, str]] = None, *, network: Optional[str] = None) -> dict[str, str]:
-        """Everything a process in this sandbox sees: nothing of the Runtime's own environment; the egress
-        proxy when the sandbox has egress."""
-        env = {"PATH": _PATH, "HOME": INSIDE_HOME, "LANG": "C.UTF-8", "USER": "agent", "LOGNAME": "agent",
-               "SHELL": "/bin/sh", "TERM": "dumb"}
-        env.update({k: str(v) for k, v in (self.config.get("env") or {}).items()})
-        env.update(extra or {})
-        if (network or self.network) in ("enabled", "packages"):
-            env.update(proxy_variables(no_proxy=True))
-        return env
+        """Everything a process in this sandbox sees (`sandbox_environ`)."""
+        return sandbox_environ(self.config, extra, network=network or self.network)
 
     def sockets(self, network: str, binaries: tuple[str, ...]) -> list[tuple[int, str]]:
         """(loopback port inside, Unix socket on this host) for each way out of this sandbox's namespace."""
@@ -370,6 +363,21 @@ class Sandbox:
         if self.uid is not None:
             for path in paths:
                 os.chown(path, self.uid, self.uid, follow_symlinks=False)
+
+
+def sandbox_environ(config: dict[str, Any], extra: Optional[dict[str, str]] = None, *,
+                    network: Optional[str] = None) -> dict[str, str]:
+    """Everything a process in a hosted Environment's sandbox sees: nothing of the Runtime's own environment;
+    the Environment's `env`, under what the adapter sets ("a variable the adapter sets, such as HOME, keeps the
+    adapter's value": PATH, HOME and the rest below, the Harness's own `extra`); the egress proxy when the
+    sandbox has egress."""
+    env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
+    env.update({"PATH": _PATH, "HOME": INSIDE_HOME, "LANG": "C.UTF-8", "USER": "agent", "LOGNAME": "agent",
+                "SHELL": "/bin/sh", "TERM": "dumb"})
+    env.update(extra or {})
+    if (network or (config.get("network") or {}).get("access") or "disabled") in ("enabled", "packages"):
+        env.update(proxy_variables(no_proxy=True))
+    return env
 
 
 class HostedEnvironments:

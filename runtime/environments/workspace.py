@@ -16,6 +16,7 @@ import copy
 import os
 import pathlib
 import re
+from collections.abc import Callable
 from typing import Any, Optional
 
 ALIAS = "/workspace"
@@ -70,23 +71,45 @@ class Workspace:
                                  f"{self.directory}.")
         bound = copy.deepcopy(start)
         bound["environment"]["workspace_directory"] = self.directory
-        missing = []
-        for tool in (bound.get("agent") or {}).get("tools") or []:
-            transport = tool.get("transport") or {} if tool.get("type") == "mcp" else {}
-            if transport.get("type") != "stdio":
-                continue
+        for transport in stdio_transports(bound):
             if transport.get("cwd"):
                 transport["cwd"] = self._map(transport["cwd"])
-            for name in transport.get("env_vars") or []:
-                if name not in self.tool_env and not (self.inherit and name in os.environ):
-                    missing.append((tool.get("server_label"), name))
-        if missing:
-            label, name = missing[0]
-            raise WorkspaceError(f"The Environment does not set {name}, which the stdio MCP server '{label}' "
-                                 "needs: set it in the Runtime's --tool-env-file.")
+        check_stdio_variables(bound, lambda name: name in self.tool_env or (self.inherit and name in os.environ),
+                              "set it in the Runtime's --tool-env-file")
         os.makedirs(self.directory, exist_ok=True)
         return bound
 
     def process_env(self) -> dict[str, str]:
         """What this Environment's tool processes see of the tool variables."""
         return dict(self.tool_env)
+
+
+def stdio_transports(start: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stdio transports of a turn.start's declared MCP servers (the message's own objects)."""
+    tools = (start.get("agent") or {}).get("tools") or []
+    return [t["transport"] for t in tools
+            if t.get("type") == "mcp" and (t.get("transport") or {}).get("type") == "stdio"]
+
+
+def check_stdio_variables(start: dict[str, Any], is_set: Callable[[str], bool], remedy: str) -> None:
+    """stdio MCP `env_vars` "name variables of the Environment ...: the start fails when the Environment does
+    not set one", on every workspace placement and Harness: the first missing one, named with its server
+    (never a value). `is_set` says whether the Environment sets a name; `remedy` says where to set it."""
+    for tool in (start.get("agent") or {}).get("tools") or []:
+        transport = tool.get("transport") or {} if tool.get("type") == "mcp" else {}
+        if transport.get("type") != "stdio":
+            continue
+        for name in transport.get("env_vars") or []:
+            if not is_set(name):
+                raise WorkspaceError(f"The Environment does not set {name}, which the stdio MCP server "
+                                     f"'{tool.get('server_label')}' needs: {remedy}.")
+
+
+def check_hosted_variables(start: dict[str, Any]) -> None:
+    """An openai_hosted Turn's stdio `env_vars` are variables its sandbox's processes see (its Environment's
+    `env`, or one the sandbox sets): otherwise the start fails naming the first missing one, before anything
+    is prepared or started."""
+    from .sandbox import sandbox_environ
+
+    seen = sandbox_environ((start.get("environment") or {}).get("hosted") or {})
+    check_stdio_variables(start, seen.__contains__, "set it in the Environment's env")
