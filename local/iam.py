@@ -147,6 +147,11 @@ def _values() -> dict[str, str]:
             out |= {logical_id: bucket, f"{logical_id}.Arn": f"arn:aws:s3:::{bucket}"}
         elif kind == "AWS::KMS::Key":
             out |= {logical_id: key, f"{logical_id}.Arn": f"arn:aws:kms:{template.REGION}:{template.ACCOUNT}:key/{key}"}
+        elif kind == "AWS::Scheduler::ScheduleGroup":  # named by its logical id here (local/scheduler.py)
+            out |= {logical_id: logical_id,
+                    f"{logical_id}.Arn": f"arn:aws:scheduler:{template.REGION}:{template.ACCOUNT}:schedule-group/{logical_id}"}
+        elif kind == "AWS::IAM::Role":
+            out |= {logical_id: logical_id, f"{logical_id}.Arn": f"arn:aws:iam::{template.ACCOUNT}:role/{logical_id}"}
         elif kind == "AWS::Serverless::StateMachine":
             arn = f"arn:aws:states:{template.REGION}:{template.ACCOUNT}:stateMachine:{logical_id}"
             out |= {logical_id: arn, f"{logical_id}.Arn": arn, f"{logical_id}.Name": logical_id}

@@ -58,11 +58,18 @@ class InProcessStack:
         os.environ["STATE_MACHINE_ARN"] = self.state_machines["TurnStateMachine"]
         os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = self.state_machines["ConnectionWaitStateMachine"]
         os.environ["TABLE_NAME"] = table
+        from . import scheduler  # EventBridge Scheduler: schedules in moto, run by local/scheduler.py
+
+        self._saved_env |= {k: os.environ.get(k) for k in scheduler.ENV}
+        scheduler.setup(boto3.client("scheduler", region_name=template.REGION))
         os.environ["WEBSOCKET_URL"] = "ws://in-process.invalid"  # no socket: the gateway is called directly
         reset_caches()
         self.handlers = handlers or apigw.load_handlers()
         lambdas.install(self.handlers)
         self.http = apigw.Gateway(self.handlers)
+        # not started: a test runs a schedule's next occurrence with self.scheduler.fire_next(name)
+        self.scheduler = scheduler.LocalScheduler(boto3.client("scheduler", region_name=template.REGION),
+                                                  self.handlers)
         self.ws = websocket.WebSocketGateway(self.handlers)
         websocket.install_moto_management_api(self.ws)
         streams_client = boto3.client("dynamodbstreams", region_name=template.REGION)

@@ -261,9 +261,14 @@ class LocalStack:
         os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = machines["ConnectionWaitStateMachine"]
         os.environ["VAULT_KEY_ID"] = template.create_keys(boto3.client("kms"))["VaultKey"]
         os.environ["FILES_BUCKET"] = template.create_buckets(boto3.client("s3"))["FilesBucket"]
+        from . import scheduler  # EventBridge Scheduler: schedules in moto, run by local/scheduler.py
+
+        scheduler.setup(boto3.client("scheduler"))
         reset_caches()
         self.handlers = apigw.load_handlers()
         lambdas.install(self.handlers)
+        self.scheduler = scheduler.LocalScheduler(boto3.client("scheduler"), self.handlers)
+        self._threads.append(self.scheduler.start(interval=1.0))
         self.http = apigw.Gateway(self.handlers)
         self.ws = websocket.WebSocketGateway(self.handlers)
         source = template.stream_sources()[0]

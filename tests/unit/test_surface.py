@@ -15,8 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TEMPLATES = "Environment templates (client.beta.agents.environments.templates)"
 FILES = "Environment files (client.beta.agents.environments.files)"
-INVOCATIONS = "Automation invocations (client.beta.agents.automations.invocations)"
-AUTOMATIONS = "Automations (client.beta.agents.automations)"
 ARTIFACTS = "Artifacts (client.beta.agents.sessions.artifacts)"
 TRACES = "Traces (client.beta.agents.sessions.traces)"
 
@@ -27,10 +25,6 @@ TRACES = "Traces (client.beta.agents.sessions.traces)"
     ("GET", "/v1/agents/environments/templates/tmpl_1", TEMPLATES),  # not the Environment `templates`
     ("POST", "/v1/agents/environments/env_1/files", FILES),
     ("DELETE", "/v1/agents/environments/env_1/files/file_1", FILES),
-    ("POST", "/v1/agents/automations", AUTOMATIONS),
-    ("GET", "/v1/agents/automations/auto_1", AUTOMATIONS),
-    ("POST", "/v1/agents/automations/auto_1/invocations", INVOCATIONS),  # the more specific resource
-    ("GET", "/v1/agents/automations/auto_1/invocations/inv_1", INVOCATIONS),
     ("GET", "/v1/agents/sessions/sess_1/artifacts", ARTIFACTS),
     ("GET", "/v1/agents/sessions/sess_1/artifacts/art_1/content", ARTIFACTS),
     ("GET", "/v1/agents/sessions/sess_1/traces", TRACES),
@@ -55,6 +49,8 @@ def test_a_resource_not_built_is_a_400_unsupported_resource(method, path, name):
     ("GET", "/v1/agents/sessions//traces"),  # no Session id
     ("GET", "/v1/agents/sessions/a/b/traces"),  # not a Session's traces
     ("GET", "/v1/agents/agent_automations"),
+    ("POST", "/v1/agents/automations"),  # built (issue 39): the automations function's
+    ("POST", "/v1/agents/automations/auto_1/invocations"),
     ("GET", "/v2/agents/automations"),
     ("GET", "v1/agents/automations"),
     ("GET", "/v1/vaults/vault_1/credentials"),

@@ -15,6 +15,7 @@ partition starts with `T#{tenant}#`, so a foreign id simply names nothing (404).
 | `T#{tenant}#IDEM#{key}`           | `I` an Idempotency-Key's record                                   |
 | `T#{tenant}#VAULT#{vault}`        | `V` the Vault; `CRED#{credential}`                                |
 | `T#{tenant}#ENV#{env}`            | `E` an Environment                                                |
+| `T#{tenant}#AUTO#{automation}`    | `A` an automation; `INV#{invocation}` its invocations             |
 | `KEY#{sha256}`                    | `K` an API key                                                    |
 | `RT#{sha256}`                     | `R` a Runtime token or an Environment's durable credential        |
 | `TICKET#{sha256}`                 | `T` a WebSocket connection ticket                                 |
@@ -28,7 +29,7 @@ partition starts with `T#{tenant}#`, so a foreign id simply names nothing (404).
 | `EXECREG#{registration}`          | `G` an exec-server registration                                   |
 | `EXECENV#{env}`                   | `H` the exec-server host an Environment last used                 |
 
-GSI1 partitions: `T#{tenant}#AGENTS`, `#SESSIONS`, `#VAULTS`, `#ENVS#{type}` (a tenant's lists, by
+GSI1 partitions: `T#{tenant}#AGENTS`, `#SESSIONS`, `#VAULTS`, `#AUTOS`, `#ENVS#{type}` (a tenant's lists, by
 id); `RUNTIME#...` (a pool of connected Runtimes), `QUEUE#...` (the Turns waiting for that pool) and
 `EXECUTORS#{harness}` (exec-server hosts), by `{connected_at:012d}#{connection}` or Turn id;
 `SUB#{tenant}#{session}` (a Session's subscribers, by connection).
@@ -73,6 +74,7 @@ _TURN, _ITEM, _CALL, _OUTBOX, _ITEM_REF, _OBSERVATION = "TURN#", "ITEM#", "CALL#
 _SUBAGENT, _SUBAGENT_NAME, _CHILD_TURN, _CHILD_TURN_NAME = "SUBAGENT#", "SUBAGENTN#", "CTURN#", "CTURNN#"
 _CREDENTIAL, _CLAIM, _SUBSCRIPTION, _DECLARATION = "CRED#", "CLAIM#", "SUB#", "H#"
 _ENV_DECLARATION = "H#ENV#"
+_INVOCATION = "INV#"
 _HOST_CONNECTION, _HOST_ENVIRONMENT = "CONN#", "ENV#"
 
 
@@ -258,6 +260,36 @@ def child_turn_name(tenant: str, session_id: str, runtime_id: str) -> Key:
 
 def idempotency_record(tenant: str, idempotency_key: str) -> Key:
     return _key(f"T#{tenant}#IDEM#{idempotency_key}", "I")
+
+
+# ---- Automations (agents_core/automations) ---------------------------------------------------------
+
+def automation_partition(tenant: str, automation_id: str) -> str:
+    return f"T#{tenant}#AUTO#{automation_id}"
+
+
+def automation(tenant: str, automation_id: str) -> Key:
+    return _key(automation_partition(tenant, automation_id), "A")
+
+
+def automations_of_tenant(tenant: str) -> Range:
+    return {"pk": f"T#{tenant}#AUTOS", "index": GSI1}
+
+
+def listed_automation(tenant: str, automation_id: str) -> Key:
+    return _listed(automations_of_tenant(tenant)["pk"], automation_id)
+
+
+def invocation_sk(invocation_id: str) -> str:
+    return f"{_INVOCATION}{invocation_id}"
+
+
+def invocation(tenant: str, automation_id: str, invocation_id: str) -> Key:
+    return _key(automation_partition(tenant, automation_id), invocation_sk(invocation_id))
+
+
+def invocations_of_automation(tenant: str, automation_id: str) -> Range:
+    return {"pk": automation_partition(tenant, automation_id), "sk_prefix": _INVOCATION}
 
 
 # ---- Vaults ----------------------------------------------------------------------------------------

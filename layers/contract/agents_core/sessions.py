@@ -9,6 +9,7 @@ declaration ... before anything is written."
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from agents_contract import admission, jsonutil, parser, resources
@@ -61,7 +62,18 @@ def _position(item_identifier: str) -> Optional[int]:
 
 # ---- create -------------------------------------------------------------------------------------
 
-def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Admitted:
+    """A Session create body admitted: parsed, its references resolved, checked against its Harness."""
+    request: Any
+    saved: Optional[admission.SavedAgent]
+    agent_id: str
+    snapshot: Snapshot
+    reused: Any
+
+
+def admit(store: DynamoStore, tenant: str, body: Any) -> Admitted:
+    """Everything `create` checks before it writes (automations admit their `new_session` target here)."""
     request = parser.parse_session_create(body)
     if request.stream and request.input is None and request.environment.type != "self_hosted":
         # contract notes: `input` is required when `stream` is true for a non-self-hosted environment
@@ -90,8 +102,17 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     # `openai_hosted.environment_id` names an existing Environment of the tenant (404, or 409 when final):
     # the Session runs in it, with its configuration.
     snapshot, reused = environments.for_session(store, tenant, request.environment, snapshot)
+    return Admitted(request, saved, agent_id, snapshot, reused)
+
+
+def create(store: DynamoStore, tenant: str, body: Any, session_id: Optional[str] = None) -> dict[str, Any]:
+    """`session_id` names the Session to create (an automation's occurrence: created once, whoever retries)."""
+    admitted = admit(store, tenant, body)
+    request, saved, agent_id = admitted.request, admitted.saved, admitted.agent_id
+    snapshot, reused = admitted.snapshot, admitted.reused
     ts = now()
-    session_id = new_id("sess")
+    admitted_id = session_id is not None
+    session_id = session_id or new_id("sess")
     item: dict[str, Any] = {
         **keys.session(tenant, session_id), **keys.listed_session(tenant, session_id),
         "kind": "session", "id": session_id, "tenant": tenant, "agent_id": agent_id,
@@ -133,6 +154,8 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     try:
         engine.create(draft, transaction)
     except TransactionConflict:
+        if admitted_id and (existing := store.get(keys.session(tenant, session_id))) is not None:
+            return session_view(existing)  # created before, by an earlier attempt of the same occurrence
         raise NotFound() from None  # the saved Agent was deleted meanwhile
     return session_view(item)
 

@@ -57,6 +57,11 @@ class Settings:
     kms_endpoint_url: Optional[str] = None
     vault_allow_loopback_http: bool = False
     oauth_trusted_origins: Optional[str] = None
+    # Automations (agents_core/automations): the EventBridge Scheduler group that holds one schedule per
+    # automation, the role the scheduler assumes, and the function its schedules invoke.
+    automations_schedule_group: Optional[str] = None
+    automations_scheduler_role_arn: Optional[str] = None
+    automations_function_arn: Optional[str] = None
     # Files, Uploads and artifacts (agents_core/files): the bucket of their bytes; an explicit S3 endpoint locally.
     files_bucket: Optional[str] = None
     s3_endpoint_url: Optional[str] = None

@@ -1,0 +1,142 @@
+"""EventBridge Scheduler, run locally: the schedules live in moto (created by the automations function
+through the scheduler API, with its IAM checked), and this runner fires them as the service does.
+
+moto stores schedules but never runs them. The runner reads each ENABLED schedule of the automations'
+group, evaluates its expression in its time zone with croniter (PyPI; `cron(...)` back to the five standard
+fields, `at(...)` once), and at each occurrence invokes the schedule's target function with its Input,
+`<aws.scheduler.scheduled-time>` filled in, as EventBridge Scheduler does; a failed invocation is retried
+with backoff for the same occurrence. `fire_next(name)` runs a schedule's next occurrence at once (tests),
+and `AGENTS_CORE_SCHEDULES_FIRE_NOW=1` does it for every schedule as soon as the runner sees it (each
+occurrence once), so a test of a daily schedule need not wait a day.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Optional
+from zoneinfo import ZoneInfo
+
+from agents_contract.automations import standard_cron
+
+from . import apigw, template
+
+log = logging.getLogger("local.scheduler")
+GROUP = "AutomationsScheduleGroup"  # the group's name here (its logical id: the template's Ref of it, locally)
+ROLE_ARN = f"arn:aws:iam::{template.ACCOUNT}:role/AutomationsSchedulerRole"
+FUNCTION = "AutomationsFunction"
+PLACEHOLDER = "<aws.scheduler.scheduled-time>"
+ENV = ("AUTOMATIONS_SCHEDULE_GROUP", "AUTOMATIONS_SCHEDULER_ROLE_ARN", "AUTOMATIONS_FUNCTION_ARN")
+
+
+def setup(client: Any) -> dict[str, str]:
+    """Create the schedule group and name it, the role and the target to the automations function."""
+    try:
+        client.create_schedule_group(Name=GROUP)
+    except client.exceptions.ConflictException:
+        pass
+    values = dict(zip(ENV, (GROUP, ROLE_ARN, template.function_arn(FUNCTION)), strict=True))
+    os.environ.update(values)
+    return values
+
+
+def next_occurrence(schedule: dict[str, Any], after: dt.datetime) -> Optional[dt.datetime]:
+    """The schedule's first occurrence strictly after `after` (UTC), or None (an `at()` already past)."""
+    expression = schedule["ScheduleExpression"]
+    zone = ZoneInfo(schedule.get("ScheduleExpressionTimezone") or "UTC")
+    if expression.startswith("at("):
+        when = dt.datetime.fromisoformat(expression[3:-1]).replace(tzinfo=zone).astimezone(dt.UTC)
+        return when if when > after else None
+    from croniter import croniter
+
+    start = after.astimezone(zone)
+    return croniter(standard_cron(expression), start).get_next(dt.datetime).astimezone(dt.UTC)
+
+
+class LocalScheduler:
+    def __init__(self, client: Any, handlers: dict[str, apigw.Handler], fire_now: Optional[bool] = None,
+                 clock: Callable[[], float] = time.time):
+        self.client, self.handlers, self.clock = client, handlers, clock
+        self.fire_now = os.environ.get("AGENTS_CORE_SCHEDULES_FIRE_NOW", "0") == "1" if fire_now is None else fire_now
+        self._last: dict[str, dt.datetime] = {}  # schedule -> the occurrence it last ran
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+
+    def _now(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.clock(), dt.UTC)
+
+    def _schedules(self) -> list[dict[str, Any]]:
+        out = []
+        for page in self.client.get_paginator("list_schedules").paginate(GroupName=GROUP, State="ENABLED"):
+            for summary in page["Schedules"]:
+                try:
+                    out.append(self.client.get_schedule(Name=summary["Name"], GroupName=GROUP))
+                except self.client.exceptions.ResourceNotFoundException:
+                    continue  # deleted meanwhile
+        return out
+
+    def _invoke(self, schedule: dict[str, Any], occurrence: dt.datetime) -> bool:
+        target = schedule["Target"]
+        payload = (target.get("Input") or "{}").replace(PLACEHOLDER, occurrence.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        name = target["Arn"].split(":")[6]
+        import json
+
+        for attempt in range(5):  # the schedule's RetryPolicy, shortened: the same occurrence each time
+            try:
+                self.handlers[name](json.loads(payload), apigw.LambdaContext(name))
+                return True
+            except Exception:  # noqa: BLE001 - Lambda's error; EventBridge Scheduler retries
+                log.warning("schedule %s: invocation failed (attempt %d)", schedule["Name"], attempt + 1,
+                            exc_info=True)
+                time.sleep(min(2.0, 0.1 * 2 ** attempt))
+        return False
+
+    def _baseline(self, schedule: dict[str, Any]) -> dt.datetime:
+        created = schedule.get("CreationDate") or self._now()
+        return created.astimezone(dt.UTC) if isinstance(created, dt.datetime) else self._now()
+
+    def tick(self) -> int:
+        """Fire every occurrence now due; the count fired."""
+        fired = 0
+        now = self._now()
+        for schedule in self._schedules():
+            name = schedule["Name"]
+            with self._lock:
+                last = self._last.get(name) or self._baseline(schedule)
+                due = next_occurrence(schedule, last)
+                if due is None or (due > now and not (self.fire_now and last <= now)):
+                    continue
+                self._last[name] = due
+            fired += self._invoke(schedule, due)
+        return fired
+
+    def fire_next(self, name: str) -> dt.datetime:
+        """Run the schedule's next occurrence at once (its own scheduled time); the occurrence run."""
+        schedule = self.client.get_schedule(Name=name, GroupName=GROUP)
+        with self._lock:
+            last = self._last.get(name) or max(self._baseline(schedule), self._now())
+            due = next_occurrence(schedule, last)
+            if due is None:
+                raise ValueError(f"schedule {name} has no further occurrence")
+            self._last[name] = due
+        self._invoke(schedule, due)
+        return due
+
+    def start(self, interval: float = 1.0) -> threading.Thread:
+        def loop() -> None:
+            while not self._stop.wait(interval):
+                try:
+                    self.tick()
+                except Exception:  # noqa: BLE001 - the runner keeps running
+                    log.exception("scheduler tick failed")
+
+        thread = threading.Thread(target=loop, name="local-scheduler", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
