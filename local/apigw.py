@@ -17,6 +17,7 @@ import fnmatch
 import importlib.util
 import json
 import logging
+import os
 import re
 import sys
 import threading
@@ -138,14 +139,26 @@ class Slots:
             self.used -= 1
 
 
+def usage_plan_limits() -> Optional[tuple[float, int]]:
+    """The usage plan's per-tenant (rate, burst): the template's (TenantRateLimit, TenantBurstLimit at their
+    defaults), or AGENTS_CORE_TENANT_RATE_LIMIT / AGENTS_CORE_TENANT_BURST_LIMIT (tests and `make dev`)."""
+    plan = template.usage_plan()
+    if plan is None:
+        return None
+    rate = os.environ.get("AGENTS_CORE_TENANT_RATE_LIMIT")
+    burst = os.environ.get("AGENTS_CORE_TENANT_BURST_LIMIT")
+    return float(rate) if rate else plan[0], int(burst) if burst else plan[1]
+
+
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024  # a REST API's request payload quota (REQUEST_TOO_LARGE beyond it)
 CONTEXT_HEADER = "x-amzn-request-context"  # how the Lambda Web Adapter hands the request context to the app
 
 
 @dataclass
 class Gateway:
-    """The public REST API: routes, the REQUEST authorizer (cached per identity value), stage throttling,
-    the payload quota and the Gateway Responses, all read from the template."""
+    """The public REST API: routes, the REQUEST authorizer (cached per identity value), stage throttling, the
+    usage plan (per-tenant throttling by the authorizer's usageIdentifierKey), the payload quota and the Gateway
+    Responses, all read from the template."""
     handlers: dict[str, Handler]
     routes: list[template.Route] = field(default_factory=lambda: template.http_routes() + template.http_api_routes())
     authorizer: Optional[template.Authorizer] = field(default_factory=template.http_authorizer)
@@ -161,6 +174,9 @@ class Gateway:
             key=lambda rc: ("+}" in rc[0].path, rc[0].path.count("{"), -len(rc[0].path)),
         )
         self._bucket = _Bucket(*template.throttling())
+        self.usage_plan = usage_plan_limits()
+        self._usage_buckets: dict[str, _Bucket] = {}  # one per API key (a tenant's usage identifier)
+        self._usage_lock = threading.Lock()
         self.reserved = {function: Slots(limit) for function, limit in template.reserved_concurrency().items()}
 
     def reserve(self, function: str) -> Optional[Callable[[], None]]:
@@ -257,9 +273,27 @@ class Gateway:
         return (f"arn:aws:execute-api:{template.REGION}:{template.ACCOUNT}:{self.api_id}/{self.stage}/"
                 f"{event['httpMethod']}{event['path']}")
 
+    def meter(self, usage: Optional[str]) -> Optional[HttpResponse]:
+        """The usage plan, after the authorizer (ApiKeySourceType AUTHORIZER, every method ApiKeyRequired): no
+        usageIdentifierKey -> INVALID_API_KEY (403); over the key's rate and burst -> THROTTLED (429), before the
+        integration, so nothing is written. Every key is taken as registered in the plan (in AWS,
+        `agents_core.apikeys` creates the tenant's API key; one missing is INVALID_API_KEY there)."""
+        if self.usage_plan is None:
+            return None
+        if not usage:
+            return self.gateway_response("INVALID_API_KEY", 403, "Forbidden")
+        with self._usage_lock:
+            bucket = self._usage_buckets.get(usage)
+            if bucket is None:
+                bucket = self._usage_buckets[usage] = _Bucket(*self.usage_plan)
+        if not bucket.take():
+            return self.gateway_response("THROTTLED", 429, "Too Many Requests")
+        return None
+
     def _authorize(self, event: dict[str, Any]) -> tuple[Optional[dict[str, Any]], Optional[HttpResponse]]:
         """The REQUEST authorizer: no identity header -> UNAUTHORIZED without a call; a Deny (or a policy
-        that does not cover this method) -> ACCESS_DENIED; a failure -> AUTHORIZER_FAILURE."""
+        that does not cover this method) -> ACCESS_DENIED; a failure -> AUTHORIZER_FAILURE. An Allow's
+        `usageIdentifierKey` becomes the request's API key (`identity.apiKey`) for the usage plan."""
         assert self.authorizer is not None
         header = self.authorizer.header.lower()
         identity = next((v for k, v in (event["headers"] or {}).items() if k.lower() == header), "")
@@ -290,12 +324,14 @@ class Gateway:
         if not _allows(answer["policyDocument"], self._method_arn(event)):
             return None, self.gateway_response("ACCESS_DENIED", 403, "User is not authorized to access this resource")
         context = {k: str(v) for k, v in (answer.get("context") or {}).items()}
+        if answer.get("usageIdentifierKey"):
+            event["requestContext"]["identity"]["apiKey"] = str(answer["usageIdentifierKey"])
         return {"principalId": answer["principalId"], **context, "integrationLatency": 0}, None
 
     def admit(self, method: str, path: str, query: str, headers: dict[str, str],
               body: bytes | int) -> tuple[Optional[Admitted], Optional[HttpResponse]]:
         """Everything API Gateway does before the integration: throttling, the payload quota, routing
-        (an unknown route or method is MISSING_AUTHENTICATION_TOKEN), the authorizer. `body` may be the
+        (an unknown route or method is MISSING_AUTHENTICATION_TOKEN), the authorizer, the usage plan. `body` may be the
         body's length (a streamed request)."""
         method = method.upper()
         if not self._bucket.take():
@@ -313,6 +349,9 @@ class Gateway:
             context, denied = self._authorize(event)
             if denied:
                 return None, denied
+            throttled = self.meter(event["requestContext"]["identity"].get("apiKey"))
+            if throttled:
+                return None, throttled
             event["requestContext"]["authorizer"] = context
         return Admitted(route, params, event), None
 

@@ -113,6 +113,16 @@ def throttling() -> tuple[float, int]:
     return 10_000.0, 5_000  # API Gateway's account-level defaults
 
 
+def usage_plan() -> Optional[tuple[float, int]]:
+    """The per-API-key (per-tenant) (rate per second, burst) of the API's usage plan (SAM's Auth.UsagePlan
+    Throttle; parameters resolve to defaults), or None when the API has none."""
+    plan = ((public_api().get("Auth") or {}).get("UsagePlan") or {})
+    throttle = plan.get("Throttle")
+    if plan.get("CreateUsagePlan", "NONE") == "NONE" or not throttle:
+        return None
+    return float(_parameter(throttle["RateLimit"])), int(_parameter(throttle["BurstLimit"]))
+
+
 def reserved_concurrency() -> dict[str, int]:
     """Function logical id -> its ReservedConcurrentExecutions (parameters resolve to their defaults)."""
     return {k: int(_parameter(v["Properties"]["ReservedConcurrentExecutions"]))

@@ -54,6 +54,7 @@ EXAMPLES = [
     ("child_turns_of_subagent", (T, S, "sub_1"), {"pk": "T#tenant-a#SESSION#sess_1", "sk_prefix": "CTURN#sub_1#"}),
     ("child_turn_name", (T, S, "t-9"), {"PK": "T#tenant-a#SESSION#sess_1", "SK": "CTURNN#t-9"}),
     ("idempotency_record", (T, "k-1"), {"PK": "T#tenant-a#IDEM#k-1", "SK": "I"}),
+    ("tenant_quota", (T,), {"PK": "T#tenant-a#QUOTA", "SK": "Q"}),
     ("vault_partition", (T, "vault_1"), "T#tenant-a#VAULT#vault_1"),
     ("vault", (T, "vault_1"), {"PK": "T#tenant-a#VAULT#vault_1", "SK": "V"}),
     ("vaults_of_tenant", (T,), {"pk": "T#tenant-a#VAULTS", "index": "GSI1"}),

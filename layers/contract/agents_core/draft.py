@@ -15,7 +15,7 @@ from typing import Any, Optional
 from agents_contract import jsonutil, resources
 from agents_contract.parser import Snapshot
 
-from . import keys
+from . import keys, quotas
 from .environments import placement
 from .ids import new_id, now
 from .settings import get_settings
@@ -59,6 +59,7 @@ class TurnState:
     # Child Turns of Subagents this root Turn runs that have not ended ({"id", "subagent_id"}): they end
     # with it (agents_core.subagents).
     children: list[dict[str, Any]] = field(default_factory=list)
+    slot: Optional[bool] = None  # holds one of its tenant's running-Turn slots (agents_core/quotas.py)
     accepted_ms: int = 0  # when the input that created it was accepted (ms; 0: before this was recorded)
     changed: set[str] = field(default_factory=set)
 
@@ -85,6 +86,7 @@ class TurnState:
             input_through=int(item.get("input_through", 0)),
             closing=item.get("closing"),
             children=list(item.get("children") or []),
+            slot=bool(item.get("slot")) or None,
             accepted_ms=int(item.get("accepted_ms", 0)),
         )
 
@@ -131,6 +133,7 @@ class Draft:
         self._rows: dict[tuple[str, str], tuple[dict[str, Any], bool]] = {}  # other rows this commit puts
         self.messages_added = 0
         self.started: Optional[TurnState] = None  # the Turn this commit starts, if any
+        self.slots = 0  # the net change of the tenant's running-Turn count in this commit (agents_core/quotas.py)
         self.dirty = False
         # Why the Session failed, when its failed Turn says (e.g. its Environment's failure); None: the generic one.
         self.error: Optional[str] = item.get("error")
@@ -376,6 +379,8 @@ class Draft:
         self._rows.clear()
         for turn in self.turns.values():
             self._write_turn(turn)
+        quotas.add(self.tx, self.tenant, self.slots)
+        self.slots = 0
         for call_id, write in self._call_writes.items():
             names = dict(write["names"])
             values = dict(write["values"])

@@ -25,6 +25,7 @@ from . import keys, metrics
 from .draft import Draft, TurnState, item_public_id
 from .environments import placement
 from .ids import new_id, now
+from .quotas import check as check_quota
 from .store import Contention, DynamoStore, Transaction, TransactionConflict
 
 T = TypeVar("T")
@@ -88,7 +89,11 @@ def attempt(decide: Callable[[], tuple[Optional[Draft], T]], attempts: int = 50)
         facts = metrics.TurnFacts(draft)  # read before the commit: building the transaction forgets what changed
         try:
             committed = draft.commit()
-        except (TransactionConflict, Contention):
+        except TransactionConflict as conflict:
+            check_quota(draft.tx, conflict, draft.tenant)  # over the running-Turn limit: 429, nothing written
+            backoff(lost)
+            continue
+        except Contention:
             backoff(lost)
             continue
         if committed:
@@ -117,6 +122,9 @@ def create(draft: Draft, transaction: Callable[[Draft], Transaction], attempts: 
         try:
             draft.store.transact(tx)
             break
+        except TransactionConflict as conflict:
+            check_quota(tx, conflict, draft.tenant)  # over the running-Turn limit: 429, nothing written
+            raise
         except Contention:
             if throttled == attempts - 1:
                 raise Unavailable() from None
@@ -135,6 +143,8 @@ def start_turn(draft: Draft, messages: list[list[dict[str, Any]]]) -> TurnState:
     snapshot: Snapshot = draft.snapshot
     turn = TurnState(doc={"id": turn_id, "agent_id": snapshot.agent_id, "session_id": draft.session_id,
                           "created_at": ts, "status": "queued"}, accepted_ms=metrics.now_ms())
+    turn.set(slot=True)  # released by `settle`, in the commit that ends it (agents_core/quotas.py)
+    draft.slots += 1
     draft.add_turn(turn, {**keys.turn(draft.tenant, draft.session_id, turn_id), "kind": "turn", "id": turn_id,
                           "tenant": draft.tenant, "session_id": draft.session_id, "harness": snapshot.harness,
                           "accepted_ms": turn.accepted_ms,  # the queue wait's start (metrics.TURN_QUEUE_WAIT)
@@ -215,6 +225,9 @@ def settle(draft: Draft, turn: TurnState, status: str) -> None:
     # input waiting for an Environment connection ends with its Turn
     draft.required_actions = [a for a in draft.required_actions if a.get("type") != "environment_connection"]
     turn.set(status=status, completed_at=now(), task_token=None, closing=status)
+    if turn.slot:  # its running-Turn slot goes back in the commit that ends it, so exactly once
+        turn.set(slot=None)
+        draft.slots -= 1
     draft.emit_turn(f"agent.session.turn.{status}", turn)
     draft.active_turn = None
     draft.status = "failed" if status == "failed" else "idle"

@@ -15,6 +15,7 @@ partition starts with `T#{tenant}#`, so a foreign id simply names nothing (404).
 | `T#{tenant}#IDEM#{key}`           | `I` an Idempotency-Key's record                                   |
 | `T#{tenant}#VAULT#{vault}`        | `V` the Vault; `CRED#{credential}`                                |
 | `T#{tenant}#ENV#{env}`            | `E` an Environment                                                |
+| `T#{tenant}#QUOTA`                | `Q` the tenant's running-Turn count (agents_core/quotas.py)       |
 | `T#{tenant}#AUTO#{automation}`    | `A` an automation; `INV#{invocation}` its invocations             |
 | `KEY#{sha256}`                    | `K` an API key                                                    |
 | `RT#{sha256}`                     | `R` a Runtime token or an Environment's durable credential        |
@@ -256,6 +257,11 @@ def child_turns_of_subagent(tenant: str, session_id: str, subagent_id: str) -> R
 def child_turn_name(tenant: str, session_id: str, runtime_id: str) -> Key:
     """The Runtime's child turn id -> the public child Turn (written once)."""
     return _key(session_partition(tenant, session_id), f"{_CHILD_TURN_NAME}{runtime_id}")
+
+
+def tenant_quota(tenant: str) -> Key:
+    """The tenant's running-Turn counter: changed in the commit that starts or ends a Turn (agents_core/quotas)."""
+    return _key(f"T#{tenant}#QUOTA", "Q")
 
 
 def idempotency_record(tenant: str, idempotency_key: str) -> Key:

@@ -16,7 +16,7 @@ from agents_contract import admission, jsonutil, parser, resources
 from agents_contract.errors import Conflict, InvalidRequest, NotFound, Unavailable
 from agents_contract.parser import Snapshot
 
-from . import engine, environments, keys
+from . import engine, environments, keys, quotas
 from .draft import outbox_record
 from .ids import new_id, now
 from .pagination import ListParams, page
@@ -211,6 +211,10 @@ def delete(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
             raise Conflict(RUNNING)
         tx = store.new_transaction().delete(keys.session(tenant, session_id), "out_seq = :seq",
                                             values={":seq": int(item.get("out_seq", 0))})
+        if active:  # its queued Turn ends with it: the Turn's running-Turn slot goes back in this commit
+            turn = store.get(keys.turn(tenant, session_id, active["id"]))
+            if turn is not None and turn.get("slot") and turn.get("status") not in engine.TERMINAL:
+                quotas.add(tx, tenant, -1)
         try:
             store.transact(tx)
             break

@@ -42,6 +42,9 @@ class Settings:
     # rotate their connection before it (the local stack can shorten it: AGENTS_CORE_WS_MAX_CONNECTION_SECONDS).
     websocket_max_connection_seconds: int = 7200
     turn_timeout_seconds: int = 3600
+    # Per-tenant quota (agents_core/quotas.py): Turns one tenant runs at once (template TenantMaxRunningTurns;
+    # 0: no limit). Over it, input that would start a Turn is a 429 rate_limit_exceeded that writes nothing.
+    max_running_turns: int = 100
     # SSE (functions/session_stream): a stream ends cleanly after stream_max_seconds (API Gateway ends a
     # REST API stream at 15 minutes), sends a comment ping after stream_ping_seconds without an event
     # (regional endpoints close a stream idle for 5 minutes), and reads the outbox at most

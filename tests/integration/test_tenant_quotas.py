@@ -1,0 +1,140 @@
+"""Per-tenant quotas (issue 36, item 4), in one process: the running-Turn limit (agents_core/quotas.py) and the
+request rate of API Gateway's usage plan as the local gateway enforces it (local/apigw.py). Over a limit: the
+official 429 `rate_limit_exceeded` envelope, nothing written, while another tenant is served."""
+
+import openai
+import pytest
+
+from agents_core import quotas
+from agents_core.apikeys import create_key
+from agents_core.runtimes import settlement
+from local.inprocess import wait_for
+from tests.integration.conftest import TABLE, scan, sdk
+from tests.integration.stack_fixtures import runtime, stop_executions  # noqa: F401 - fixtures
+
+LIMIT = 2
+TOOL = {"type": "function", "name": "get_weather", "description": "Weather",
+        "parameters": {"type": "object", "properties": {}}}
+
+
+@pytest.fixture
+def stack(monkeypatch):
+    """The in-process stack with a running-Turn limit of 2 per tenant (MAX_RUNNING_TURNS, the template's
+    TenantMaxRunningTurns)."""
+    from moto import mock_aws
+
+    from local.inprocess import InProcessStack
+    from local.lambdas import MOTO_CONFIG
+    from tests.integration.conftest import KEEP_BOTO3_SESSION
+    from tests.integration.stack_fixtures import HEARTBEAT_SECONDS
+
+    monkeypatch.setenv("HEARTBEAT_SECONDS", str(HEARTBEAT_SECONDS))
+    monkeypatch.setenv("MAX_RUNNING_TURNS", str(LIMIT))
+    with mock_aws(config={**MOTO_CONFIG, **KEEP_BOTO3_SESSION}):
+        s = InProcessStack(TABLE).start()
+        yield s
+        s.stop()
+        stop_executions(s)
+
+
+@pytest.fixture
+def tenants(stack):
+    return sdk(stack.http, create_key(stack.store, "tenant-a")), sdk(stack.http, create_key(stack.store, "tenant-b"))
+
+
+def create(client, script):
+    return client.beta.agents.sessions.create(environment={"type": "none"}, input=script,
+                                              agent={"model": "gpt-5", "tools": [TOOL]},
+                                              extra_body={"x_agents_core": {"harness": "scripted"}})
+
+
+def message(text):
+    return {"type": "agent.session.input.message",
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}]}
+
+
+def pending(client, session_id):
+    return wait_for(lambda: client.beta.agents.sessions.retrieve(session_id).required_actions)[0]
+
+
+def idle(client, session_id):
+    return wait_for(lambda: client.beta.agents.sessions.retrieve(session_id).status in ("idle", "failed"))
+
+
+def refused(call):
+    """The official 429 envelope; the SDK may retry it (no `x-should-retry: false`)."""
+    with pytest.raises(openai.RateLimitError) as err:
+        call()
+    assert err.value.status_code == 429
+    assert err.value.body["code"] == "rate_limit_exceeded" and err.value.body["type"] == "invalid_request_error"
+    assert err.value.body["message"].startswith(f"This tenant already runs {LIMIT} Turns at once")
+    assert "x-should-retry" not in err.value.response.headers
+    return err.value
+
+
+def test_over_the_running_turn_limit_input_that_starts_a_turn_is_a_429_that_writes_nothing(stack, tenants, runtime):
+    a, b = tenants
+    calm = create(a, "say hello")  # completes: goes idle, holds no slot
+    idle(a, calm.id)
+    first, second = create(a, "call get_weather {}\nsay one"), create(a, "call get_weather {}\nsay two")
+    action = pending(a, first.id)
+    pending(a, second.id)
+    assert quotas.running(stack.store, "tenant-a") == LIMIT
+    before = scan(stack.dynamodb)
+    refused(lambda: create(a, "say three"))  # a Session create with input
+    refused(lambda: a.beta.agents.sessions.events.create(calm.id, events=[message("say again")]))  # to an idle Session
+    assert scan(stack.dynamodb) == before
+    # another tenant is served meanwhile, and steering the running Turn starts none, so it is accepted
+    other = create(b, "say hi from b")
+    idle(b, other.id)
+    a.beta.agents.sessions.events.create(first.id, events=[message("steer")])
+    # completion gives the slot back
+    a.beta.agents.sessions.events.create(first.id, events=[{
+        "type": "agent.session.input.tool_result", "turn_id": action.turn_id, "call_id": action.call_id,
+        "success": True, "output": "sunny"}])
+    wait_for(lambda: quotas.running(stack.store, "tenant-a") == 1)
+    third = create(a, "say three")
+    idle(a, third.id)
+    assert quotas.running(stack.store, "tenant-a") == 1 and quotas.running(stack.store, "tenant-b") == 0
+
+
+def test_failure_cancel_and_delete_give_the_slot_back(stack, tenants, runtime):
+    a, _ = tenants
+    failing = create(a, "fail")
+    idle(a, failing.id)
+    assert a.beta.agents.sessions.retrieve(failing.id).status == "failed"
+    assert quotas.running(stack.store, "tenant-a") == 0
+    waiting = create(a, "call get_weather {}\nsay later")
+    pending(a, waiting.id)
+    a.beta.agents.sessions.events.create(waiting.id, events=[{"type": "agent.session.input.cancel"}])
+    wait_for(lambda: quotas.running(stack.store, "tenant-a") == 0)
+    assert a.beta.agents.sessions.retrieve(waiting.id).status == "idle"
+    # a batch that starts a Turn and cancels it nets no slot (one write of the count per commit)
+    a.beta.agents.sessions.events.create(waiting.id, events=[
+        message("call get_weather {}"), {"type": "agent.session.input.cancel"}])
+    assert quotas.running(stack.store, "tenant-a") == 0
+
+
+def test_a_queued_turn_holds_its_slot_until_cancelled_or_its_session_is_deleted(stack, tenants):
+    a, _ = tenants  # no Runtime: the Turns stay queued
+    one, two = create(a, "say one"), create(a, "say two")
+    assert quotas.running(stack.store, "tenant-a") == LIMIT
+    refused(lambda: create(a, "say three"))
+    a.beta.agents.sessions.events.create(one.id, events=[{"type": "agent.session.input.cancel"}])
+    assert quotas.running(stack.store, "tenant-a") == 1
+    a.beta.agents.sessions.delete(two.id)
+    assert quotas.running(stack.store, "tenant-a") == 0
+
+
+def test_settling_a_lost_turn_again_releases_nothing_twice(stack, tenants, runtime):
+    a, _ = tenants
+    session = create(a, "call get_weather {}\nsay later")
+    action = pending(a, session.id)
+    other = create(a, "call get_weather {}\nsay other")
+    pending(a, other.id)
+    for _ in range(3):  # Settle(lost) and its retries, as the workflow's SettleLost and its retriers run it
+        assert settlement.settle(stack.store, "tenant-a", session.id, action.turn_id, None, lost=True) == "failed"
+    assert quotas.running(stack.store, "tenant-a") == 1
+    assert settlement.settle(stack.store, "tenant-a", session.id, action.turn_id, None, lost=False,
+                             last_resort=True) == "failed"
+    assert quotas.running(stack.store, "tenant-a") == 1
