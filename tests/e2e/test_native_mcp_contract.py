@@ -224,3 +224,62 @@ def test_codex_a_required_server_down_at_cold_resume_fails_that_start_and_histor
     assert terminal(run_turn(codex_driver, start, "turn_3", f"answer {third}"))["action"] == "turn.completed"
     resumed = with_marker(provider, third, "input")[0]
     assert first in json.dumps(resumed["input"])  # the retained history still holds the first Turn
+
+
+# ---- headers beside the bearer, allowed_tools, the offered set (items 8, 11, 12, 18; Codex also item 1) ---------
+
+FN = {"type": "function", "name": "get_weather", "description": "Weather for a city", "defer_loading": False,
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+LAZY = {**FN, "name": "get_tides", "description": "Tides for a port", "defer_loading": True}
+SCHEMA = {"type": "object", "properties": {"done": {"type": "boolean"}}, "required": ["done"]}
+
+
+def offered(body: dict, harness: str) -> set[str]:
+    """The tools a model request loads (Codex: MCP tools as namespace.name; Claude: deferred ones not loaded)."""
+    names: set[str] = set()
+    for tool in body.get("tools") or []:
+        if tool.get("type") == "namespace":
+            names.update(f"{tool['name']}.{inner['name']}" for inner in tool.get("tools") or [])
+        elif not tool.get("defer_loading"):
+            names.add(tool.get("name") or tool.get("type"))
+    return names
+
+
+@pytest.mark.parametrize("harness", ["codex", "claude_code"])
+def test_headers_beside_the_bearer_allowed_tools_and_exactly_the_declared_tools(
+        request, provider, server, tmp_path, harness):
+    driver = request.getfixturevalue(f"{'codex' if harness == 'codex' else 'claude'}_driver")
+    marker = f"mcp contract {uuid.uuid4().hex[:8]}"
+    tools = [FN, http("tickets", server.base + "/tickets/mcp", allowed=["lookup"], required=True,
+                      headers=dict([HEADER])),
+             http("silent", server.base + "/silent/mcp", allowed=[], required=True)]
+    if harness == "claude_code":
+        tools += [LAZY, {"type": "tool_search"}]
+    start = start_of(harness, "gpt-5.5" if harness == "codex" else "claude-sonnet-4-5", tools, str(tmp_path),
+                     f"sess_{uuid.uuid4().hex[:12]}", mcp_credentials={"tickets": {"type": "bearer", "token": TOKEN}})
+    start["environment"] = {"type": "none"}
+    start["agent"]["text"]["format"] = {"type": "json_schema", "schema": SCHEMA}
+    before = len(server.seen)
+    script = f"say {marker}\nmcp tickets lookup {{}}\nmcp silent lookup {{}}\nmcp tickets secret {{}}\n" \
+             'answer {"done": true}'
+    sent = run_turn(driver, start, "turn_1", script)
+    assert terminal(sent)["action"] == "turn.completed", terminal(sent)
+    seen = server.seen[before:]
+    tickets = [s for s in seen if s["path"] == "/tickets/mcp"]
+    assert tickets and all(s["header"] == HEADER[1] and s["bearer"] for s in tickets)  # item 8, on every request
+    assert [s["tool"] for s in tickets if s["method"] == "tools/call"] == ["lookup"]  # secret never reached it
+    assert [s for s in seen if s["path"] == "/silent/mcp" and s["method"] == "tools/call"] == []  # item 18
+    first = with_marker(provider, marker, "input" if harness == "codex" else "messages")[0]
+    if harness == "codex":
+        names = offered(first, harness)
+        assert "mcp__tickets.lookup" in names and not {n for n in names if "secret" in n or "silent" in n}
+        assert "web_search" in names  # item 1: an omitted control keeps Codex's native web search on none
+    else:  # items 11 and 12: loaded, the eager function, StructuredOutput and ToolSearch, exactly; deferred (named
+        # for ToolSearch), the lazy function and the selected tool; the unselected ones nowhere
+        assert offered(first, harness) == {"mcp__functions__get_weather", "StructuredOutput", "ToolSearch"}
+        text = json.dumps(first)
+        assert "mcp__functions__get_tides" in text and "mcp__tickets__lookup" in text
+        assert "mcp__tickets__secret" not in text and "mcp__silent__" not in text
+        later = with_marker(provider, marker, "messages")  # (their tool uses, refused, are in the later messages)
+        assert len(later) > 1 and not any(n in json.dumps(body.get("tools")) for body in later
+                                          for n in ("mcp__tickets__secret", "mcp__silent__"))

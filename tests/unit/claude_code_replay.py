@@ -88,6 +88,17 @@ class ReplayClient:
     async def get_mcp_status(self) -> dict[str, Any]:
         return self.mcp_status
 
+    async def get_context_usage(self) -> dict[str, Any]:
+        """The MCP tools the CLI would offer, as verified with the real one: the functions server's and each
+        connected server's, less what `disallowed_tools` names (a tool, or a whole server as `mcp__LABEL`)."""
+        hidden = set(self.options.disallowed_tools or [])
+        names = [t for t in self.options.allowed_tools or [] if t.startswith("mcp__functions__")]
+        for server in self.mcp_status.get("mcpServers") or []:
+            if server.get("status") == "connected" and f"mcp__{server['name']}" not in hidden:
+                names += [n for n in (f"mcp__{server['name']}__{t['name']}" for t in server.get("tools") or [])
+                          if n not in hidden]
+        return {"mcpTools": [{"name": n, "serverName": n.split("__")[1], "isLoaded": True} for n in names]}
+
     async def disconnect(self) -> None:
         self.disconnected = True
         if self.bridge is not None:

@@ -72,7 +72,38 @@ def _multi_agent(start: dict[str, Any]) -> bool:
     return bool((start["agent"].get("multi_agent") or {}).get("enabled"))
 
 
-def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None) -> dict[str, Any]:
+def hidden_tools(start: dict[str, Any], inventories: Optional[dict[str, list[str]]] = None) -> list[str]:
+    """What the model must not be offered: "the adapter can hide unselected tools only on HTTP servers", and
+    `allowed_tools` only gates permission natively (an unlisted tool is still offered), so the unselected ones
+    are disallowed, which hides them. A server whose allowed_tools is [] is disallowed whole (`mcp__LABEL`);
+    with a list, its unselected tools need its inventory (`inventories`: server label -> tool names, as the
+    connected server listed them)."""
+    hidden: list[str] = []
+    for tool in tools_of(start, "mcp"):
+        label, allowed = tool["server_label"], tool["allowed_tools"]
+        if allowed is None or tool["transport"]["type"] != "http":
+            continue
+        if not allowed:
+            hidden.append(f"mcp__{label}")
+            continue
+        hidden += [f"mcp__{label}__{name}" for name in (inventories or {}).get(label, []) if name not in allowed]
+    return hidden
+
+
+def offered_tools(start: dict[str, Any], inventories: dict[str, list[str]]) -> list[str]:
+    """The MCP tools the model may be offered: the Session's functions and each declared server's selected
+    tools (every tool of its inventory when allowed_tools is null)."""
+    expected = [f"mcp__{FUNCTIONS_SERVER}__{f['name']}" for f in tools_of(start, "function")]
+    for tool in tools_of(start, "mcp"):
+        label, allowed = tool["server_label"], tool["allowed_tools"]
+        names = inventories.get(label, []) if allowed is None else allowed
+        expected += [f"mcp__{label}__{name}" for name in names]
+    return expected
+
+
+def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None,
+            hidden: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
+    """`hidden`: the declared servers' unselected tools (`hidden_tools`), disallowed on every placement."""
     where = placement(start)
     search = one(start, "web_search")
     out: dict[str, Any] = {"mcpServers": _mcp_servers(start, credentials)}
@@ -89,6 +120,8 @@ def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None)
             builtins.append("WebSearch")  # a provider-side tool; WebFetch would fetch from the Runtime host
         out["tools"] = builtins
         out["allowedTools"] = [*_allowed_tools(start), *(b for b in builtins if b != "ToolSearch")]
+        if hidden:
+            out["disallowedTools"] = list(hidden)
     else:
         out["tools"] = {"type": "preset", "preset": "claude_code"}
         disallowed = list(WORKSPACE_EXCLUDED)
@@ -96,12 +129,12 @@ def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None)
             disallowed += ["WebSearch", "WebFetch"]
         if not _multi_agent(start):
             disallowed += ["Agent", "Task"]  # the subagent tool (`Task` in older names): multi_agent is off
-        out["disallowedTools"] = disallowed
+        out["disallowedTools"] = [*disallowed, *hidden]
         out["cwd"] = start["environment"].get("workspace_directory")
     return out
 
 
 def native_inventory_check(expected: list[str], reported: list[str]) -> list[str]:
     """Tools the native session reported that were not declared; StructuredOutput and ToolSearch
-    are left to native."""
+    are left to native ("the adapter's inventory check leaves it and ToolSearch to native")."""
     return sorted(t for t in reported if t not in expected and t not in NATIVE_TO_LEAVE)

@@ -66,13 +66,15 @@ SDK_VARIABLES = ("CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION", "CLAUDE_C
 
 def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[FunctionsServer], *,
                 config_dir: pathlib.Path, cwd: pathlib.Path, binary: str, resume: Optional[str] = None,
-                box: Any = None, namespace: Any = None, launchers: Optional[pathlib.Path] = None) -> Any:
-    """ClaudeAgentOptions from the adapter's translation, the provider selection and the Session's state."""
+                box: Any = None, namespace: Any = None, launchers: Optional[pathlib.Path] = None,
+                hidden: tuple[str, ...] | list[str] = ()) -> Any:
+    """ClaudeAgentOptions from the adapter's translation, the provider selection and the Session's state;
+    `hidden`: the declared servers' unselected tools (config.hidden_tools)."""
     from claude_agent_sdk import ClaudeAgentOptions
     from claude_agent_sdk.types import McpSdkServerConfig
 
     names, bearers = bearer_variables(start)
-    native = adapter.options(start, names)
+    native = adapter.options(start, names, hidden)
     servers: dict[str, Any] = {}
     for label, entry in native["mcpServers"].items():
         if label == adapter.FUNCTIONS_SERVER:
@@ -182,6 +184,9 @@ class ClaudeSession(NativeSession):
         self.functions = FunctionsServer(tools_of(start, "function"), self._tool_call) \
             if tools_of(start, "function") else None
         self.client: Any = None
+        # The declared servers' unselected tools, hidden from the model: a server with allowed_tools [] from the
+        # start, a list's other tools once the server's inventory is known (kept for later process starts).
+        self.hidden: list[str] = adapter.hidden_tools(start)
         self._owner: Optional[asyncio.Task[None]] = None
         self._stop: Optional[asyncio.Event] = None
 
@@ -194,20 +199,33 @@ class ClaudeSession(NativeSession):
     async def _ensure(self, start: dict[str, Any]) -> Any:
         if await self.reuse(bearer_variables(start)[1]):
             return self.client
-        options = sdk_options(start, self.driver.provider, self.functions, config_dir=self.config_dir,
-                              cwd=self.cwd, binary=self.driver.binary, resume=self.native_session, box=self.box,
-                              namespace=start.get("namespace") if self.box is None else None,
-                              launchers=self.driver.state_dir)
-        connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._stop = asyncio.Event()
-        self._owner = asyncio.ensure_future(self._own(options, connected, self._stop))
-        client = await asyncio.wait_for(asyncio.shield(connected), START_TIMEOUT)
-        try:
-            await self._check_servers(client, start)
-        except BaseException:
-            await self.stop()
-            raise
-        return client
+        for attempt in range(2):
+            options = sdk_options(start, self.driver.provider, self.functions, config_dir=self.config_dir,
+                                  cwd=self.cwd, binary=self.driver.binary, resume=self.native_session, box=self.box,
+                                  namespace=start.get("namespace") if self.box is None else None,
+                                  launchers=self.driver.state_dir, hidden=self.hidden)
+            connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._stop = asyncio.Event()
+            self._owner = asyncio.ensure_future(self._own(options, connected, self._stop))
+            client = await asyncio.wait_for(asyncio.shield(connected), START_TIMEOUT)
+            try:
+                inventories = await self._check_servers(client, start)
+                hidden = adapter.hidden_tools(start, inventories)
+                if not set(hidden) <= set(self.hidden):
+                    if attempt:
+                        raise AdapterError("An MCP server's tool inventory changed between two starts; Claude Code "
+                                           "requires static inventories.")
+                    # A server offers tools outside its allowed_tools: start again with them hidden, before the
+                    # model sees anything (the inventory is static, so once per Session).
+                    self.hidden = sorted({*self.hidden, *hidden})
+                    await self.stop()
+                    continue
+                await self._check_offered(client, start, inventories)
+            except BaseException:
+                await self.stop()
+                raise
+            return client
+        raise AssertionError("unreachable")
 
     async def _own(self, options: Any, connected: asyncio.Future[Any], stop: asyncio.Event) -> None:
         """Connect, read and disconnect in one task: the SDK's task group must not change tasks."""
@@ -249,14 +267,15 @@ class ClaudeSession(NativeSession):
         except Exception as exc:  # noqa: BLE001 - the process failed: the owner reports it
             log.warning("claude stream ended: %s", exc)
 
-    async def _check_servers(self, client: Any, start: dict[str, Any]) -> None:
+    async def _check_servers(self, client: Any, start: dict[str, Any]) -> dict[str, list[str]]:
         """"As locally, Claude runs on without the tools of an optional server that did not connect;
         a required one fails the start." Servers connect after the CLI starts: wait (bounded) until
         none of the declared ones is pending. A connected server keeps the URL or command and the
         headers it was declared with, and has a static inventory."""
         declared = {t["server_label"]: t for t in tools_of(start, "mcp")}
+        inventories: dict[str, list[str]] = {}
         if not declared:
-            return
+            return inventories
         native = adapter.options(start, bearer_variables(start)[0])["mcpServers"]
         deadline = asyncio.get_running_loop().time() + MCP_CONNECT_TIMEOUT
         while True:
@@ -270,11 +289,23 @@ class ClaudeSession(NativeSession):
             if server.get("status") == "connected":
                 check_declared(label, native[label], server.get("config"))
                 check_inventory(label, server.get("tools"))
+                inventories[label] = [str(t.get("name", "")) for t in server.get("tools") or []]
                 continue
             reason = server.get("error") or server.get("status")
             if tool.get("required"):
                 raise AdapterError(f"Required MCP server '{label}' did not connect: {reason}")
             log.warning("optional MCP server '%s' did not connect (%s): running without it", label, reason)
+        return inventories
+
+    async def _check_offered(self, client: Any, start: dict[str, Any], inventories: dict[str, list[str]]) -> None:
+        """Before any model request: the MCP tools Claude Code will offer the model (its context's tool
+        inventory) are the Session's functions and each declared server's selected tools; the native
+        StructuredOutput and ToolSearch are left to native (config.native_inventory_check)."""
+        usage = await client.get_context_usage()
+        reported = [str(t.get("name", "")) for t in (usage or {}).get("mcpTools") or []]
+        extra = adapter.native_inventory_check(adapter.offered_tools(start, inventories), reported)
+        if extra:
+            raise AdapterError(f"Claude Code offers tools the Session does not declare: {', '.join(extra)}.")
 
     @property
     def alive(self) -> bool:
