@@ -143,10 +143,15 @@ def test_leading_keys_cover_every_member_of_a_transaction_and_of_a_batch(tables)
                                                    {"DeleteRequest": {"Key": {"PK": {"S": "KEY#b"}}}}]}}
     assert iam.denial("AdmissionFunction", "dynamodb", "BatchWriteItem", batch) is not None
     get = {"RequestItems": {"agents-core-test": {"Keys": [{"PK": {"S": "T#a"}, "SK": {"S": "1"}},
-                                                          {"PK": {"S": "CONN#b"}, "SK": {"S": "1"}}]}}}
+                                                          {"PK": {"S": "KEY#b"}, "SK": {"S": "1"}}]}}}
     assert iam.denial("ResultsFunction", "dynamodb", "BatchGetItem", get) is not None
     get["RequestItems"]["agents-core-test"]["Keys"].pop()
     assert iam.denial("ResultsFunction", "dynamodb", "BatchGetItem", get) is None
+    # a result with images reads the claiming Runtime's declaration, and nothing else of CONN#
+    declaration = {"RequestItems": {"agents-core-test": {"Keys": [{"PK": {"S": "CONN#b"}, "SK": {"S": "H#codex"}}]}}}
+    assert iam.denial("ResultsFunction", "dynamodb", "BatchGetItem", declaration) is None
+    assert iam.denial("ResultsFunction", "dynamodb", "GetItem", {"TableName": "agents-core-test",
+                                                                "Key": {"PK": {"S": "CONN#b"}, "SK": {"S": "C"}}}) is not None
 
 
 def test_a_query_on_an_index_is_checked_on_the_index_and_its_partition_key(tables):
