@@ -2,12 +2,16 @@
 request rate of API Gateway's usage plan as the local gateway enforces it (local/apigw.py). Over a limit: the
 official 429 `rate_limit_exceeded` envelope, nothing written, while another tenant is served."""
 
+import json
+
 import openai
 import pytest
 
 from agents_core import quotas
 from agents_core.apikeys import create_key
 from agents_core.runtimes import settlement
+from agents_core.store import default_store
+from local import apigw
 from local.inprocess import wait_for
 from tests.integration.conftest import TABLE, scan, sdk
 from tests.integration.stack_fixtures import runtime, stop_executions  # noqa: F401 - fixtures
@@ -138,3 +142,42 @@ def test_settling_a_lost_turn_again_releases_nothing_twice(stack, tenants, runti
     assert settlement.settle(stack.store, "tenant-a", session.id, action.turn_id, None, lost=False,
                              last_resort=True) == "failed"
     assert quotas.running(stack.store, "tenant-a") == 1
+
+
+# ---- the request rate: API Gateway's usage plan, one bucket per tenant -------------------------------------
+
+def test_over_its_request_rate_a_tenant_gets_429s_that_write_nothing_while_another_is_served(aws, handlers, monkeypatch):
+    monkeypatch.setenv("AGENTS_CORE_TENANT_RATE_LIMIT", "0.001")  # no refill within the test
+    monkeypatch.setenv("AGENTS_CORE_TENANT_BURST_LIMIT", "3")
+    gateway = apigw.Gateway(handlers)
+    store = default_store()
+    key_a, key_a2, key_b = create_key(store, "tenant-a"), create_key(store, "tenant-a"), create_key(store, "tenant-b")
+
+    def post(key):
+        return gateway.handle("POST", "/v1/agents", "", {"openai-beta": "agents=v1", "authorization": f"Bearer {key}",
+                                                        "content-type": "application/json"},
+                              b'{"model": "gpt-5", "name": "quota"}')
+
+    assert [post(k).status for k in (key_a, key_a2, key_a)] == [201, 201, 201]  # both keys draw on one bucket
+    before = scan(aws)
+    for key in (key_a, key_a2):
+        answer = post(key)
+        assert answer.status == 429 and "x-should-retry" not in answer.headers
+        error = json.loads(answer.body)["error"]
+        assert (error["code"], error["type"], error["param"]) == ("rate_limit_exceeded", "invalid_request_error", None)
+    assert scan(aws) == before
+    assert post(key_b).status == 201  # another tenant's bucket is its own
+    assert gateway.handle("GET", "/v1/agents/sessions/sess_x/events", "", {  # streaming routes are metered too
+        "openai-beta": "agents=v1", "authorization": f"Bearer {key_a}"}, b"").status == 429
+
+
+def test_the_sdk_sees_the_usage_plans_429_as_its_rate_limit_error(aws, handlers, monkeypatch):
+    monkeypatch.setenv("AGENTS_CORE_TENANT_RATE_LIMIT", "0.001")
+    monkeypatch.setenv("AGENTS_CORE_TENANT_BURST_LIMIT", "1")
+    gateway = apigw.Gateway(handlers)
+    store = default_store()
+    client = sdk(gateway, create_key(store, "tenant-a"))
+    client.beta.agents.sessions.list()
+    with pytest.raises(openai.RateLimitError) as err:
+        client.beta.agents.sessions.list()
+    assert err.value.body["code"] == "rate_limit_exceeded"
