@@ -2,7 +2,7 @@
 the Environment, whose values never reach Core; ... the start fails when the Environment does not set one", and
 "a variable the adapter sets, such as HOME, keeps the adapter's value".
 
-- self_hosted: the Runtime's `--tool-env-file` (tests/unit/test_workspace.py);
+- self_hosted: the Runtime's `--tool-env-file` (also tests/unit/test_workspace.py), for every Harness;
 - openai_hosted: the Environment's `env` (or a variable its sandbox sets), checked by the hosted Runtime before
   anything is prepared, for every Harness; the sandbox's environment keeps the adapter's values over `env`;
 - an exec-server's Environment: no stdio server starts there at all, so the start fails naming the server.
@@ -90,6 +90,18 @@ def test_a_hosted_runtime_fails_the_start_on_every_harness_before_preparing_anyt
     assert "no sandbox in this test" in failure(sent, "turn_2")
     assert hosts.prepared == ["env_vars"]
     assert "/workspace/t" not in json.dumps(sent)
+
+
+@pytest.mark.parametrize("harness", ["codex", "claude_code"])
+def test_a_self_hosted_runtime_fails_the_start_on_every_harness(tmp_path, harness):
+    from runtime.environments.workspace import Workspace
+
+    sent = []
+    runtime = Runtime(sent.append, {harness: ScriptedDriver(harness)}, heartbeat_seconds=30,
+                      workspace=Workspace(str(tmp_path), {"OTHER": "1"}))
+    runtime.on_message(hosted_start(harness, tools=[stdio("files", ["TOKEN_PATH"])], kind="self_hosted"))
+    message = failure(sent, "turn_1")
+    assert "TOKEN_PATH" in message and "'files'" in message and "--tool-env-file" in message
 
 
 # ---- openai_hosted: the adapter's variables keep the adapter's values -------------------------------------
