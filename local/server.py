@@ -261,6 +261,8 @@ class LocalStack:
         os.environ["CONNECTION_WAIT_STATE_MACHINE_ARN"] = machines["ConnectionWaitStateMachine"]
         os.environ["VAULT_KEY_ID"] = template.create_keys(boto3.client("kms"))["VaultKey"]
         os.environ["FILES_BUCKET"] = template.create_buckets(boto3.client("s3"))["FilesBucket"]
+        # presigned URLs (a hosted preparation's file_id files) name the moto server, which other processes reach
+        os.environ["S3_ENDPOINT_URL"] = f"http://127.0.0.1:{config.moto_port}"
         from . import scheduler  # EventBridge Scheduler: schedules in moto, run by local/scheduler.py
 
         scheduler.setup(boto3.client("scheduler"))

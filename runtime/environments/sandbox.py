@@ -342,10 +342,12 @@ class Sandbox:
         rel = pathlib.PurePosixPath(path).relative_to(INSIDE_WORKSPACE)
         if not rel.parts or any(part in ("..", "") for part in rel.parts):
             raise PreparationFailed(f"files[{index}].path must be inside {INSIDE_WORKSPACE}.", "invalid_file")
-        try:
-            data = base64.b64decode(str(entry.get("data") or ""), validate=True)
-        except ValueError:
-            raise PreparationFailed(f"files[{index}].data is not standard base64.", "invalid_file") from None
+        data = None
+        if "file_id" not in entry:  # a file_id entry is downloaded from its URL (runtime/environments/downloads.py)
+            try:
+                data = base64.b64decode(str(entry.get("data") or ""), validate=True)
+            except ValueError:
+                raise PreparationFailed(f"files[{index}].data is not standard base64.", "invalid_file") from None
         target = self.workspace.joinpath(*rel.parts)
         parent = self.workspace
         for part in rel.parts[:-1]:  # no symlink of the workspace may lead a write outside it
@@ -356,7 +358,15 @@ class Sandbox:
             self._own(parent)
         if target.is_symlink():
             target.unlink()
-        target.write_bytes(data)
+        if data is None:
+            from .downloads import DownloadFailed, fetch
+
+            try:
+                fetch(index, entry, target)
+            except DownloadFailed as exc:
+                raise PreparationFailed(str(exc), "invalid_file") from None
+        else:
+            target.write_bytes(data)
         self._own(target)
 
     def _own(self, *paths: pathlib.Path) -> None:

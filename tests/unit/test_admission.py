@@ -221,9 +221,6 @@ MESSAGES = [
      session_body([fn(), http_mcp(label="functions")], harness="minimax_code", env=SELF_HOSTED)),
     ("The harness requires function parameters with an explicit top-level type \"object\".",
      "agent.tools[0].parameters", session_body([fn(params={})], harness="claude_code")),
-    ("Invalid 'environment.files[0]': a file_id needs the Files API, which this deployment does not have; send "
-     "the file inline ({type: 'inline', path, data}).", "environment.files[0].file_id",
-     session_body(env={"type": "openai_hosted", "files": [{"type": "file_id", "file_id": "f", "path": "/workspace/f"}]})),
 ]
 
 

@@ -32,8 +32,8 @@ def rejection(environment) -> AgentsError:
 
 # (the spec sentence, the environment's members, the param named, the error kind)
 REJECTED = [
-    ("a file_id needs the Files API", {"files": [{"type": "file_id", "file_id": "file_1", "path": "/workspace/a"}]},
-     "environment.files[0].file_id", UnsupportedConfiguration),
+    ("a file_id entry names its destination", {"files": [{"type": "file_id", "file_id": "file_1"}]},
+     "environment.files[0].path", InvalidRequest),
     ("a file path is inside /workspace", {"files": [{"type": "inline", "path": "/etc/passwd", "data": b64(b"x")}]},
      "environment.files[0].path", InvalidRequest),
     ("no '..' out of /workspace", {"files": [{"type": "inline", "path": "/workspace/../etc/x", "data": b64(b"x")}]},

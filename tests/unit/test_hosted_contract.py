@@ -9,7 +9,7 @@ import base64
 import pytest
 
 from agents_contract import hosted, validation, wire
-from agents_contract.errors import InvalidRequest, UnsupportedConfiguration
+from agents_contract.errors import InvalidRequest
 
 
 def environment(**members):
@@ -101,14 +101,27 @@ def test_malformed_files_and_setup_commands_are_400s_naming_the_field(what, memb
     assert err.value.status == 400
 
 
-def test_a_file_id_is_unsupported_naming_what_to_send_instead():
-    with pytest.raises(UnsupportedConfiguration) as err:
-        hosted.check(environment(files=[inline(), {"type": "file_id", "file_id": "file_1"}]))
-    assert err.value.envelope() == {"error": {
-        "message": "Invalid 'environment.files[1]': a file_id needs the Files API, which this deployment does not "
-                   "have; send the file inline ({type: 'inline', path, data}).",
-        "type": "invalid_request_error", "param": "environment.files[1].file_id",
-        "code": "unsupported_or_invalid_configuration"}}
+def test_a_file_id_entry_is_admitted_with_its_path_and_keeps_the_id_for_core_to_resolve():
+    env = environment(files=[inline(), {"type": "file_id", "file_id": "file-1", "path": "/workspace/in/a.csv"}])
+    hosted.check(env)
+    assert hosted.public(env)["files"][1] == {"id": hosted.file_id("/workspace/in/a.csv"), "file_id": "file-1",
+                                             "path": "/workspace/in/a.csv", "size_bytes": 0, "type": "file_id"}
+    assert hosted.preparation(env)["files"][1] == {"path": "/workspace/in/a.csv", "file_id": "file-1"}
+
+
+@pytest.mark.parametrize("entry, param", [
+    ({"type": "file_id", "file_id": "file-1"}, "environment.files[0].path"),
+    ({"type": "file_id", "path": "/workspace/a"}, "environment.files[0].file_id"),
+    ({"type": "file_id", "file_id": "", "path": "/workspace/a"}, "environment.files[0].file_id"),
+    ({"type": "file_id", "file_id": "f" * 257, "path": "/workspace/a"}, "environment.files[0].file_id"),
+    ({"type": "file_id", "file_id": "file-1", "path": "/etc/passwd"}, "environment.files[0].path"),
+    ({"type": "file_id", "file_id": "file-1", "path": "/workspace/../x"}, "environment.files[0].path"),
+    ({"type": "file_id", "file_id": "file-1", "path": "/workspace/a", "data": "eA=="}, "environment.files[0].data"),
+])
+def test_a_malformed_file_id_entry_is_a_400_naming_the_field(entry, param):
+    with pytest.raises(InvalidRequest) as err:
+        hosted.check(environment(files=[entry]))
+    assert err.value.param == param and err.value.status == 400
 
 
 def test_the_field_prefix_is_the_callers():

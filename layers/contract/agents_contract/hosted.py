@@ -1,7 +1,7 @@
 """Admission of an `openai_hosted` Environment's configuration (Session create and `environments.create`).
 
 "Creates an OpenAI-hosted environment": this deployment runs each one in its own sandbox on an operator's
-hosted Runtime, prepared once from the configuration: `files` (inline only: no Files API here),
+hosted Runtime, prepared once from the configuration: `files` (inline, or `file_id`: a file of the Files API, resolved by Core),
 `packages.python` / `packages.npm`, `setup_commands` in order, `env` and `network.access`. What it does not
 build is a 400 naming the field, before anything is written: restricted network allow/block lists,
 `packages.system`, a desktop, container sizes other than `medium` (one sandbox class), templates, plugins,
@@ -211,9 +211,20 @@ def _files(files: list[dict[str, Any]], at: str) -> None:
         kind = f.get("type")
         if "type" not in f:
             raise InvalidRequest(f"Missing required parameter: '{where}.type'.", param=f"{where}.type")
-        if kind == "file_id":
-            raise _unsupported(f"Invalid '{where}': a file_id needs the Files API, which this deployment does not "
-                               "have; send the file inline ({type: 'inline', path, data}).", f"{where}.file_id")
+        if kind == "file_id":  # a file of the Files API: Core checks it is the tenant's (agents_core.files.environment)
+            for name in sorted(set(f) - {"type", "path", "file_id"}):
+                raise InvalidRequest(f"Unknown parameter: '{where}.{name[:64]}'.", param=f"{where}.{name[:64]}")
+            for name in ("path", "file_id"):
+                if name not in f:
+                    raise InvalidRequest(f"Missing required parameter: '{where}.{name}'.", param=f"{where}.{name}")
+            if not isinstance(f["file_id"], str) or not 1 <= len(f["file_id"]) <= 256:
+                raise InvalidRequest(f"Invalid '{where}.file_id': expected a file id (1 to 256 characters).",
+                                     param=f"{where}.file_id")
+            path = _workspace_path(f["path"], f"{where}.path")
+            if path in seen:
+                raise InvalidRequest(f"Invalid '{where}.path': '{path}' is given twice.", param=f"{where}.path")
+            seen.add(path)
+            continue
         if kind != "inline":
             raise InvalidRequest(f"Invalid value for '{where}.type': expected 'inline' or 'file_id'.",
                                  param=f"{where}.type")
@@ -292,16 +303,23 @@ def public(env: Any) -> dict[str, Any]:
         "network": {"access": network.access if network else "disabled", "allowed_domains": []},
         "packages": {"npm": list((packages.npm if packages else None) or []),
                      "python": list((packages.python if packages else None) or []), "system": []},
-        "files": [{"id": file_id(posixpath.normpath(f["path"])), "path": posixpath.normpath(f["path"]),
-                   "size_bytes": len(base64.b64decode(f["data"])), "type": "inline"} for f in env.files or []],
+        "files": [_public_file(f) for f in env.files or []],
     }
+
+
+def _public_file(f: dict[str, Any]) -> dict[str, Any]:
+    path = posixpath.normpath(f["path"])
+    if f.get("type") == "file_id":  # its size is the File's, filled in by Core when it resolves the id
+        return {"id": file_id(path), "file_id": f["file_id"], "path": path, "size_bytes": 0, "type": "file_id"}
+    return {"id": file_id(path), "path": path, "size_bytes": len(base64.b64decode(f["data"])), "type": "inline"}
 
 
 def _preparation(env: Any) -> dict[str, Any]:
     packages = env.packages
     network = env.network
     return {
-        "files": [{"path": posixpath.normpath(f["path"]), "data": f["data"]} for f in env.files or []],
+        "files": [{"path": posixpath.normpath(f["path"]), "file_id": f["file_id"]} if f.get("type") == "file_id"
+                  else {"path": posixpath.normpath(f["path"]), "data": f["data"]} for f in env.files or []],
         "packages": {"python": list((packages.python if packages else None) or []),
                      "npm": list((packages.npm if packages else None) or [])},
         "setup_commands": [{"command": c["command"], "cwd": c.get("cwd") or WORKSPACE}

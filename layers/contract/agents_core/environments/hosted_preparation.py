@@ -80,6 +80,7 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
         vault_ids = check_vault_ids(request.vault_ids)
         attached_credentials(store, tenant, vault_ids)
     environment = parser.resolve_environment(request.environment)  # type: ignore[arg-type]
+    environment = _files_of_tenant(store, tenant, environment)
     env_id = new_id("env")
     item = {**keys.environment(tenant, env_id), "kind": "environment", "id": env_id, "tenant": tenant,
             "type": "openai_hosted", "session_id": None, "status": "pending", "created_at": now(),
@@ -90,12 +91,23 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
     return resource(item)
 
 
+def _files_of_tenant(store: DynamoStore, tenant: str, environment: dict[str, Any]) -> dict[str, Any]:
+    """`files` of `type: "file_id"` name the tenant's Files (404 naming the entry otherwise), with their sizes."""
+    from ..files import environment as environment_files
+
+    return environment_files.resolve(store, tenant, environment)
+
+
 def for_session(store: DynamoStore, tenant: str, requested: Any, snapshot: Any) -> tuple[Any, Optional[dict[str, Any]]]:
     """A Session that names an existing Environment (`openai_hosted.environment_id`) runs in it, with its
     configuration: the snapshot takes that Environment's (and its id). A foreign or missing id is the
     official 404; a final one (`expired`, `failed`) a 409 naming it."""
-    if getattr(requested, "type", None) != "openai_hosted" or not requested.environment_id:
+    if getattr(requested, "type", None) != "openai_hosted":
         return snapshot, None
+    if not requested.environment_id:
+        resolved = _files_of_tenant(store, tenant, snapshot.environment)
+        return (snapshot if resolved is snapshot.environment else
+                snapshot.model_copy(update={"environment": resolved})), None
     env = load(store, tenant, requested.environment_id)
     if env["type"] != "openai_hosted":
         raise InvalidRequest(f"Invalid 'environment.environment_id': '{env['id']}' is a self_hosted Environment; "

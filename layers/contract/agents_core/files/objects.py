@@ -85,6 +85,11 @@ class ObjectStore:
     def read_all(self, key: str) -> bytes:
         return b"".join(self.read(key)[1])
 
+    def presigned_get(self, key: str, seconds: int) -> str:
+        """A URL that reads this one object for `seconds` (signed with the caller's role: no other access)."""
+        return self.client.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": key},
+                                                  ExpiresIn=seconds)
+
     def delete(self, keys: list[str]) -> None:
         """Best effort after the metadata is gone: what remains is unreachable and logged."""
         for start in range(0, len(keys), 1000):
@@ -147,7 +152,9 @@ def default_objects() -> ObjectStore:
     settings = get_settings()
     if not settings.files_bucket:
         raise ServerError()
+    # An explicit endpoint (the local stack's moto server) is addressed path-style, so presigned URLs reach it.
+    config = Config(retries={"mode": "standard", "max_attempts": 5}, signature_version="s3v4",
+                    s3={"addressing_style": "path"} if settings.s3_endpoint_url else None)
     client = botocore_session().create_client("s3", endpoint_url=settings.s3_endpoint_url,
-                                              region_name=settings.aws_region,
-                                              config=Config(retries={"mode": "standard", "max_attempts": 5}))
+                                              region_name=settings.aws_region, config=config)
     return ObjectStore(client, settings.files_bucket)

@@ -221,7 +221,10 @@ def _environment(store: DynamoStore, tenant: str, session_id: str, environment: 
     if environment.get("type") != "openai_hosted":
         return environment
     env_id = placement.session_environment_id(session_id, environment)
-    return {**environment, "id": env_id, "hosted": environments.preparation(store, tenant, env_id)}  # type: ignore[arg-type]
+    from ..files import environment as environment_files  # file_id entries: presigned URLs of the tenant's Files
+
+    preparation = environment_files.deliver(store, tenant, environments.preparation(store, tenant, env_id))  # type: ignore[arg-type]
+    return {**environment, "id": env_id, "hosted": preparation}
 
 
 def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str, turn_id: str,
