@@ -136,10 +136,13 @@ def run_on_none(client, harness: str, model: str, tools: list, **agent) -> tuple
 
 
 CODEX_NONE = [
-    pytest.param("gpt-5.5", [FN], {}, {"get_weather"}, id="gpt-5.5"),
+    # An omitted web_search keeps Codex's native search (issue 37, item 1); only a declared `disabled` removes it.
+    pytest.param("gpt-5.5", [FN], {}, {"get_weather", "web_search"}, id="gpt-5.5"),
+    pytest.param("gpt-5.5", [FN, {"type": "web_search", "mode": "disabled"}], {}, {"get_weather"},
+                 id="gpt-5.5 web_search disabled"),
     pytest.param("gpt-5.5", [FN, SEARCH_LIVE], {}, {"get_weather", "web_search"}, id="gpt-5.5 web_search live"),
     pytest.param("gpt-5.5", [FN], {"multi_agent": {"enabled": True}},
-                 {"get_weather", "multi_agent_v1.spawn_agent", "multi_agent_v1.send_input", "multi_agent_v1.wait_agent",
+                 {"get_weather", "web_search", "multi_agent_v1.spawn_agent", "multi_agent_v1.send_input", "multi_agent_v1.wait_agent",
                   "multi_agent_v1.close_agent", "multi_agent_v1.resume_agent"}, id="gpt-5.5 multi_agent on"),
     pytest.param("gpt-6-sol", [FN, PTC_OFF], {}, {"get_weather"}, id="gpt-6-sol programmatic_tool_calling false"),
     # An omitted control keeps native code mode: exec (and wait) over the declared function, plus Codex's
@@ -150,7 +153,7 @@ CODEX_NONE = [
     # standalone tool of a provider that supports it (the scripted one does not): live search is absent.
     pytest.param("gpt-5.6-luna", [FN, PTC_OFF, SEARCH_LIVE], {}, {"get_weather"},
                  id="gpt-5.6-luna programmatic_tool_calling false, web_search live"),
-    pytest.param("gpt-5", [FN], {}, {"get_weather"}, id="a model the catalog does not know"),
+    pytest.param("gpt-5", [FN], {}, {"get_weather", "web_search"}, id="a model the catalog does not know"),
 ]
 
 
