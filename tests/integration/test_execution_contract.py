@@ -146,17 +146,17 @@ def test_an_image_result_reaches_a_runtime_that_advertises_function_result_image
 
 # ---- missing required members: 400 naming the param, nothing written -----------------------------------------
 
-@pytest.mark.parametrize("member", ["name", "description"])
-def test_a_function_without_name_or_description_is_missing_a_required_parameter(stack, client, member):  # noqa: F811
-    function = {k: v for k, v in WEATHER.items() if k != member}
+def test_a_function_without_name_or_description_is_missing_a_required_parameter(stack, client):  # noqa: F811
     before = scan(stack)
-    body = rejected(lambda: client.beta.agents.create(model="gpt-5", tools=[function]))
-    assert (body["message"], body["param"], body["type"]) == (
-        f"Missing required parameter: 'tools[0].{member}'.", f"tools[0].{member}", "invalid_request_error")
-    body = rejected(lambda: create(client, "scripted", [WEATHER, function]))
-    assert (body["message"], body["param"]) == (
-        f"Missing required parameter: 'agent.tools[1].{member}'.", f"agent.tools[1].{member}")
-    assert scan(stack) == before
+    for member in ("name", "description"):
+        function = {k: v for k, v in WEATHER.items() if k != member}
+        body = rejected(lambda: client.beta.agents.create(model="gpt-5", tools=[function]))  # noqa: B023
+        assert (body["message"], body["param"], body["type"]) == (
+            f"Missing required parameter: 'tools[0].{member}'.", f"tools[0].{member}", "invalid_request_error")
+        body = rejected(lambda: create(client, "scripted", [WEATHER, function]))  # noqa: B023
+        assert (body["message"], body["param"]) == (
+            f"Missing required parameter: 'agent.tools[1].{member}'.", f"agent.tools[1].{member}")
+    assert scan(stack) == before  # nothing written
 
 
 def test_a_tool_result_without_success_is_missing_a_required_parameter(stack, client):  # noqa: F811
