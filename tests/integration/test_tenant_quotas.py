@@ -181,3 +181,20 @@ def test_the_sdk_sees_the_usage_plans_429_as_its_rate_limit_error(aws, handlers,
     with pytest.raises(openai.RateLimitError) as err:
         client.beta.agents.sessions.list()
     assert err.value.body["code"] == "rate_limit_exceeded"
+
+
+def test_registering_a_tenant_puts_its_one_api_key_in_the_usage_plan_once(aws, capsys):
+    """In AWS API Gateway meters a tenant only through an API key in the usage plan whose value is the authorizer's
+    usageIdentifierKey: `python -m agents_core.apikeys --usage-plan-id` creates it, idempotently."""
+    import boto3
+
+    from agents_core import apikeys
+
+    apigateway = boto3.client("apigateway", region_name="us-east-1")
+    plan = apigateway.create_usage_plan(name="tenants", throttle={"rateLimit": 100, "burstLimit": 200})["id"]
+    first = quotas.register_tenant(apigateway, plan, "tenant-a")
+    assert quotas.register_tenant(apigateway, plan, "tenant-a") == first  # again: the same key, still once in the plan
+    assert apikeys.main(["--tenant", "tenant-b", "--usage-plan-id", plan, "--no-key", "--table", TABLE]) == 0
+    in_plan = apigateway.get_usage_plan_keys(usagePlanId=plan)["items"]
+    assert sorted(k["value"] for k in in_plan) == sorted([quotas.usage_key("tenant-a"), quotas.usage_key("tenant-b")])
+    assert capsys.readouterr().out == ""  # --no-key prints no secret

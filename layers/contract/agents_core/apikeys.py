@@ -1,11 +1,17 @@
 """Create an API key for a tenant, or a Runtime token, against any table (local or AWS).
 
     python -m agents_core.apikeys --tenant acme [--table agents-core] [--endpoint-url http://127.0.0.1:5055]
+    python -m agents_core.apikeys --tenant acme --table <TableName> --usage-plan-id <UsagePlanId>  # in AWS
+    python -m agents_core.apikeys --tenant acme --usage-plan-id <UsagePlanId> --no-key  # register an existing tenant
     python -m agents_core.apikeys --runtime my-runtime [--table ...] [--endpoint-url ...]
 
 Prints the secret once; only its SHA-256 is stored. Without --table and --endpoint-url the running
 local stack is used when its stack file is present ($AGENTS_CORE_STACK_FILE, default .local/stack.json):
 its moto endpoint and table, with moto's dummy credentials, so no AWS credentials are needed.
+
+In AWS a tenant also needs its API key in the REST API's usage plan (the per-tenant request rate,
+agents_core/quotas.py): `--usage-plan-id` (the stack's `UsagePlanId` output, or $USAGE_PLAN_ID) creates it,
+once per tenant; without it API Gateway refuses the tenant's requests (403 invalid_api_key).
 """
 
 from __future__ import annotations
@@ -33,6 +39,16 @@ def create_key(store: DynamoStore, tenant: str, key: str | None = None) -> str:
     return key
 
 
+def register(tenant: str, usage_plan_id: str, region: str | None = None) -> str:
+    """The tenant's API key in the usage plan (quotas.register_tenant; idempotent)."""
+    from .aws import botocore_session
+    from .quotas import register_tenant
+    from .settings import get_settings
+
+    client = botocore_session().create_client("apigateway", region_name=region or get_settings().aws_region)
+    return register_tenant(client, usage_plan_id, tenant)
+
+
 STACK_FILE_VARIABLES = ("AGENTS_CORE_STACK_FILE", "AGENTS_CORE_STATE_FILE")  # the second is the old name
 
 
@@ -58,7 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--endpoint-url", default=None, help="DynamoDB endpoint (default: the local stack's, "
                                                              "else AWS)")
     parser.add_argument("--region", default=None)
+    parser.add_argument("--usage-plan-id", default=os.environ.get("USAGE_PLAN_ID"),
+                        help="register the tenant's API key in this usage plan (the stack's UsagePlanId output)")
+    parser.add_argument("--no-key", action="store_true", help="with --tenant and --usage-plan-id: register only")
     args = parser.parse_args(argv)
+    if args.no_key and not (args.tenant and args.usage_plan_id):
+        parser.error("--no-key needs --tenant and --usage-plan-id")
     table, endpoint = args.table, args.endpoint_url
     stack_file = local_stack_file()
     if table is None:  # an explicit --table means that table (in AWS without --endpoint-url), stack or not
@@ -78,6 +99,15 @@ def main(argv: list[str] | None = None) -> int:
 
             secret = create_runtime_token(store, args.runtime)
         else:
+            if args.usage_plan_id:
+                register(args.tenant, args.usage_plan_id, args.region)
+            elif not _loopback(endpoint):
+                print("warning: no --usage-plan-id: in AWS, API Gateway refuses this tenant's requests until its "
+                      "API key is in the usage plan (run again with --usage-plan-id <UsagePlanId> --no-key).",
+                      file=sys.stderr)
+            if args.no_key:
+                print(f"tenant {args.tenant} registered in usage plan {args.usage_plan_id}", file=sys.stderr)
+                return 0
             secret = create_key(store, args.tenant)
     except NoCredentialsError:
         print(f"error: no AWS credentials to write to the table '{table}' in AWS. For the local stack, start it "
