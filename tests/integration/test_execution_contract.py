@@ -184,9 +184,10 @@ def test_session_events_project_tool_search_out_while_the_frozen_configuration_k
     assert start["agent"]["tools"][1]["defer_loading"] is True and start["execution_controls"]["tool_search"] is True
     assert [t.type for t in session.agent.tools] == ["function"]  # the create response
     assert [t.type for t in client.beta.agents.sessions.retrieve(session.id).agent.tools] == ["function"]
-    sessions = [e["session"] for e in events_of(stack, session.id) if "session" in e]
-    assert sessions and "agent.session.created" in [e["type"] for e in events_of(stack, session.id)]
-    for carried in sessions:  # agent.session.created (and any other event that carries the Session)
+    events = events_of(stack, session.id)
+    created = next(e for e in events if e["type"] == "agent.session.created")
+    assert [t["type"] for t in created["session"]["agent"]["tools"]] == ["function"]
+    for carried in [e["session"] for e in events if "session" in e]:  # any other event carrying the Session
         assert [t["type"] for t in carried["agent"]["tools"]] == ["function"]
 
 
