@@ -1,18 +1,24 @@
-"""Cost model: USD per 1 million Turns (one function call each) and per 1 million tool results,
-computed from what the turns benchmark counted (DynamoDB request units by item kind, Lambda
-invocations and their locally measured durations, Step Functions states, API Gateway requests and
-WebSocket messages) and the public on-demand prices for us-east-1 below; and USD per open SSE
-stream-hour from the streaming function's settings and template. Writes docs/cost.md.
+"""Cost model: USD per 1 million one-call Turns and per 1 million waiting Turn-minutes, with every hop
+counted, from what the turns benchmark measured (bench/results/turns.json: DynamoDB request units of the
+table and of GSI1 by item, Lambda invocations and their locally measured durations, Step Functions states,
+API Gateway requests and WebSocket messages, KMS requests, and a waiting Turn's heartbeats) and the public
+on-demand prices for us-east-1 below; also USD per 1 million tool results and per open SSE stream-hour.
+Writes docs/cost.md with the arithmetic of each line.
+
+    .venv/bin/python bench/cost.py            # after bench/bench_turns.py (make bench runs both)
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
+sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "contract")]
 
 # Public on-demand list prices, us-east-1, as written down on 2026-12-02 (verify before relying on them).
 PRICES = {
@@ -23,68 +29,216 @@ PRICES = {
     "lambda_request": 0.20 / 1e6,
     "lambda_gb_second_arm64": 0.0000133334,
     "step_functions_standard_transition": 0.025 / 1000,
+    "step_functions_task_heartbeat": 0.0,         # SendTaskHeartbeat/Success/Failure: API calls, not transitions
     "rest_api_request": 3.50 / 1e6,               # REST API, first 333 million per month (streamed ones too)
     "lambda_streamed_gb": 0.008,                  # Lambda response streaming, per GB beyond 6 MB per request
-    "websocket_message": 1.00 / 1e6,              # per message, 32 KB increments
+    "websocket_message": 1.00 / 1e6,              # per message, 32 KB increments, either direction
     "websocket_connection_minute": 0.25 / 1e6,
+    "kms_request": 0.03 / 10_000,
 }
-MEMORY_GB = {"default": 0.5, "AuthorizerFunction": 0.25, "WsConnectFunction": 0.25, "WsDisconnectFunction": 0.25,
-             "ClientsFunction": 0.25}
+TARGETS = {"usd_per_million_turns": 100.0, "usd_per_million_waiting_turn_minutes": 6.0}  # issue 36, item 5
+MILLION = 1e6
 
 
-def turn_costs(turns: dict) -> dict:
+def memory_gb() -> dict[str, float]:
+    """Each function's memory from template.yaml (Globals, then the function's own MemorySize)."""
+    from local import template
+
+    default = template.load()["Globals"]["Function"]["MemorySize"]
+    return {name: fn["Properties"].get("MemorySize", default) / 1024
+            for name, fn in template.resources("AWS::Serverless::Function").items()}
+
+
+def heartbeat_settings() -> dict[str, Any]:
+    """The deployed heartbeat: the bound (template HeartbeatSeconds) and the cadence a Runtime beats at (the
+    welcome's: a third of the bound, never slower than the reference Runtime asks), or, with a Core that takes no
+    `runtime.heartbeat`, the reference Runtime's per-Turn `turn.heartbeat` every 5 s."""
+    from agents_contract import protocol
+    from local import template
+
+    bound = float(template.load()["Parameters"]["HeartbeatSeconds"]["Default"])
+    asked = getattr(protocol, "HEARTBEAT_CADENCE_SECONDS", None)
+    if asked is None:
+        return {"bound_seconds": bound, "cadence_seconds": 5.0, "kind": "turn.heartbeat (one per Turn)"}
+    return {"bound_seconds": bound, "cadence_seconds": min(float(asked), round(bound / 3, 2)),
+            "kind": "runtime.heartbeat (one per connection, naming its Turns)"}
+
+
+def lambda_cost(functions: dict[str, dict[str, float]], memory: dict[str, float]) -> dict[str, float]:
+    invocations = sum(v["invocations"] for v in functions.values())
+    gb_seconds = sum(v["invocations"] * v["p50_ms"] / 1000 * memory.get(_function(k), 0.5)
+                     for k, v in functions.items())
+    usd = invocations * PRICES["lambda_request"] + gb_seconds * PRICES["lambda_gb_second_arm64"]
+    return {"invocations": invocations, "gb_seconds": gb_seconds, "usd": usd}
+
+
+def _function(name: str) -> str:
+    return "RuntimeGatewayFunction" if name == "Heartbeat" else name
+
+
+def turn_costs(turns: dict[str, Any], memory: dict[str, float]) -> dict[str, Any]:
+    """One Turn with one function call, from its create to its settlement, heartbeats apart (they are billed per
+    minute the Turn runs: `waiting_costs`)."""
     life = turns["turn_lifecycle_one_call"]
     units = life["request_units"]
-    lam = life["lambda"]
-    dynamo = units["wru"] * PRICES["dynamodb_write_request_unit"] + units["rru"] * PRICES["dynamodb_read_request_unit"]
-    invocations = sum(v["invocations"] for v in lam.values())
-    gb_seconds = sum(v["invocations"] * v["p50_ms"] / 1000 * MEMORY_GB.get(k, MEMORY_GB["default"])
-                     for k, v in lam.items())
-    lambda_cost = invocations * PRICES["lambda_request"] + gb_seconds * PRICES["lambda_gb_second_arm64"]
-    transitions = life["step_functions_states_entered"] + 1  # states entered plus the start transition
-    sfn = transitions * PRICES["step_functions_standard_transition"]
-    http = life["http_api_requests"] * PRICES["rest_api_request"]
-    ws = life["websocket_messages"] * PRICES["websocket_message"]
-    return {"dynamodb": dynamo, "lambda": lambda_cost, "step_functions": sfn, "rest_api": http, "websocket": ws,
-            "total": dynamo + lambda_cost + sfn + http + ws, "invocations": invocations, "gb_seconds": gb_seconds,
-            "transitions": transitions}
+    table = units["wru"] * PRICES["dynamodb_write_request_unit"]
+    index = units.get("index_wru", 0) * PRICES["dynamodb_write_request_unit"]
+    reads = units["rru"] * PRICES["dynamodb_read_request_unit"]
+    lam = lambda_cost(life["lambda"], memory)
+    transitions = life["step_functions_states_entered"] + 1  # the states entered plus the execution's start
+    parts = {
+        "dynamodb_table_writes": table,
+        "dynamodb_index_writes": index,
+        "dynamodb_reads": reads,
+        "lambda": lam["usd"],
+        "step_functions": transitions * PRICES["step_functions_standard_transition"],
+        "rest_api": life["http_api_requests"] * PRICES["rest_api_request"],
+        "websocket": life["websocket_messages"] * PRICES["websocket_message"],
+        "kms": life.get("kms_requests", 0) * PRICES["kms_request"],
+    }
+    return {"parts": parts, "total": sum(parts.values()), "transitions": transitions, **lam}
 
 
-def result_costs(turns: dict) -> dict:
+def waiting_costs(turns: dict[str, Any], memory: dict[str, float], beat: dict[str, Any]) -> dict[str, Any]:
+    """A Turn waiting (for a tool result) costs only its heartbeats: the measured hops of one beat (the window's
+    totals over its beats, the Turn alone on its Runtime's connection) times the beats of a minute at the
+    deployed cadence, plus the connection's minute. `marginal`: one more waiting Turn on a connection that beats
+    anyway (its share of the beat: its item in the eventually consistent BatchGetItem)."""
+    w = turns["waiting_turn"]
+    n = max(1, w["per_beat_of"])
+    per_minute = 60 / beat["cadence_seconds"]
+    lam = lambda_cost(w["lambda"], memory)
+    per_beat = {
+        "websocket": w["websocket_messages"] / n * PRICES["websocket_message"],
+        "lambda": lam["usd"] / n,
+        "dynamodb_reads": w["rru"] / n * PRICES["dynamodb_read_request_unit"],
+        "dynamodb_table_writes": w["wru"] / n * PRICES["dynamodb_write_request_unit"],
+        "dynamodb_index_writes": w["index_wru"] / n * PRICES["dynamodb_write_request_unit"],
+        "kms": w.get("kms_requests", 0) / n * PRICES["kms_request"],
+        "step_functions": 0.0,  # SendTaskHeartbeat is not a state transition
+    }
+    parts = {k: v * per_minute for k, v in per_beat.items()}
+    parts["websocket_connection_minute"] = PRICES["websocket_connection_minute"]
+    turn_kb = turns["turn_lifecycle_one_call"]["item_kb"].get("turn", 1.0)
+    marginal_rru = 0.5 * math.ceil(turn_kb / 4)
+    marginal = per_minute * marginal_rru * PRICES["dynamodb_read_request_unit"]
+    return {"parts": parts, "total": sum(parts.values()), "per_beat": sum(per_beat.values()),
+            "beats_per_minute": per_minute, "marginal": marginal, "marginal_rru_per_beat": marginal_rru,
+            "measured": {"beats": n, "websocket_messages": w["websocket_messages"], "invocations": lam["invocations"],
+                         "gb_seconds": lam["gb_seconds"], "rru": w["rru"], "wru": w["wru"],
+                         "index_wru": w["index_wru"], "kms_requests": w.get("kms_requests", 0),
+                         "window_seconds": w["window_seconds"], "bound_seconds": w["heartbeat_bound_seconds"],
+                         "dynamodb_requests": w.get("dynamodb_requests", {})}}
+
+
+def result_costs(turns: dict[str, Any]) -> dict[str, float]:
     r = turns["tool_result_marginal"]
-    dynamo = r["wru"] * PRICES["dynamodb_write_request_unit"] + r["rru"] * PRICES["dynamodb_read_request_unit"]
-    lambda_cost = r["invocations"] * PRICES["lambda_request"] + r["gb_seconds"] * PRICES["lambda_gb_second_arm64"]
+    dynamo = (r["wru"] + r.get("index_wru", 0)) * PRICES["dynamodb_write_request_unit"] + \
+        r["rru"] * PRICES["dynamodb_read_request_unit"]
+    lam = r["invocations"] * PRICES["lambda_request"] + r["gb_seconds"] * PRICES["lambda_gb_second_arm64"]
     http = r["http_api_requests"] * PRICES["rest_api_request"]
     ws = r["websocket_messages"] * PRICES["websocket_message"]
-    return {"dynamodb": dynamo, "lambda": lambda_cost, "rest_api": http, "websocket": ws,
-            "total": dynamo + lambda_cost + http + ws}
+    return {"dynamodb": dynamo, "lambda": lam, "rest_api": http, "websocket": ws, "total": dynamo + lam + http + ws}
 
 
-def stream_hour_costs() -> dict:
+def stream_hour_costs() -> dict[str, Any]:
     """One SSE stream kept open for an hour with no event (the worst case: the outbox is read every
     STREAM_POLL_MAX_MS; while events flow the reads are closer but carry them). The streaming function
     runs for the whole stream, so its duration dominates; a stream ends after STREAM_MAX_SECONDS and the
     caller opens the next one (one more REST API request and Lambda invocation)."""
-    sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "contract")]
     from agents_core.settings import Settings
     from local import template
 
     settings = Settings()
     function = template.resources("AWS::Serverless::Function")["SessionStreamFunction"]["Properties"]
-    memory_gb = function["MemorySize"] / 1024
+    gb = function["MemorySize"] / 1024
     max_seconds = int(template.load()["Parameters"]["StreamMaxSeconds"]["Default"])
     streams = 3600 / max_seconds
     polls = 3600 / (settings.stream_poll_max_ms / 1000)
     checks = 3600 / settings.stream_ping_seconds  # the Session-exists GetItem beside each ping
     parts = {
-        "lambda_duration": 3600 * memory_gb * PRICES["lambda_gb_second_arm64"],
+        "lambda_duration": 3600 * gb * PRICES["lambda_gb_second_arm64"],
         "lambda_requests": streams * PRICES["lambda_request"],
         "dynamodb_reads": (polls + checks + streams) * PRICES["dynamodb_read_request_unit"],  # 1 RRU each
         "rest_api_requests": streams * PRICES["rest_api_request"],
     }
-    return {**parts, "total": sum(parts.values()), "memory_gb": memory_gb, "max_seconds": max_seconds,
+    return {**parts, "total": sum(parts.values()), "memory_gb": gb, "max_seconds": max_seconds,
             "streams": streams, "polls": polls, "checks": checks, "poll_max_ms": settings.stream_poll_max_ms,
             "ping_seconds": settings.stream_ping_seconds}
+
+
+def _usd(value: float) -> str:
+    return f"{value * MILLION:,.2f}"
+
+
+def turn_lines(turns: dict[str, Any], per_turn: dict[str, Any], memory: dict[str, float]) -> list[str]:
+    life = turns["turn_lifecycle_one_call"]
+    units = life["request_units"]
+    p = per_turn["parts"]
+    wru, rru, index_wru = units["wru"], units["rru"], units.get("index_wru", 0)
+    fns = ", ".join(f"{k} {v['invocations']} x {v['p50_ms']:.0f} ms x {memory.get(_function(k), 0.5) * 1024:.0f} MB"
+                    for k, v in sorted(life["lambda"].items()))
+    writes = "; ".join(f"{fn}: " + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+                       for fn, kinds in sorted(life.get("transactional_writes_by_function", {}).items()))
+    return [
+        "| part | what is counted per Turn | arithmetic | USD per 1M Turns |",
+        "| --- | --- | --- | --- |",
+        f"| DynamoDB table writes | {wru:.0f} WRU: transactional entries by function and item ({writes}), 2 WRU "
+        f"per KB each | {wru:.0f} x 0.625 | {_usd(p['dynamodb_table_writes'])} |",
+        f"| DynamoDB GSI1 writes | {index_wru:.0f} WRU: {life.get('index_writes', 0)} index writes (projection ALL: "
+        f"every write of a listed item, e.g. the Session, writes its index entry), counted at the transactional "
+        f"rate | {index_wru:.0f} x 0.625 | {_usd(p['dynamodb_index_writes'])} |",
+        f"| DynamoDB reads | {rru:.1f} RRU ({life['dynamodb_total']} requests; eventually consistent ones half) | "
+        f"{rru:.1f} x 0.125 | {_usd(p['dynamodb_reads'])} |",
+        f"| Lambda | {per_turn['invocations']} invocations ({fns}): {per_turn['gb_seconds']:.3f} GB-s | "
+        f"{per_turn['invocations']} x 0.20 + {per_turn['gb_seconds']:.3f} x 13.3334 | {_usd(p['lambda'])} |",
+        f"| Step Functions (Standard) | {per_turn['transitions']} state transitions: the start and "
+        f"{life['step_functions_states_entered']} state(s) entered (Dispatch; Settle only when the terminal commit "
+        f"left something) | {per_turn['transitions']} x 25 | {_usd(p['step_functions'])} |",
+        f"| API Gateway REST API | {life['http_api_requests']} requests (create with input, one result); the "
+        "authorizer's answer is cached 300 s per key | "
+        f"{life['http_api_requests']} x 3.50 | {_usd(p['rest_api'])} |",
+        f"| API Gateway WebSocket | {life['websocket_messages']} messages, both directions (Runtime, no "
+        f"subscribers; heartbeats apart) | {life['websocket_messages']} x 1.00 | {_usd(p['websocket'])} |",
+        f"| KMS | {life.get('kms_requests', 0)} requests (the table's key is AWS owned; a Vault's only with "
+        f"credentials) | {life.get('kms_requests', 0)} x 3.00 | {_usd(p['kms'])} |",
+        "| DynamoDB Streams | read by the stream function's event source mapping | free | 0.00 |",
+        f"| **total** | | | **{_usd(per_turn['total'])}** |",
+    ]
+
+
+def waiting_lines(wait: dict[str, Any], beat: dict[str, Any]) -> list[str]:
+    m, p, n = wait["measured"], wait["parts"], wait["measured"]["beats"]
+    per_min = wait["beats_per_minute"]
+    requests = ", ".join(f"{v} {k}" for k, v in sorted(m["dynamodb_requests"].items()))
+    return [
+        f"Measured: a Turn waiting on a function call, alone on its Runtime's connection, watched for "
+        f"{m['window_seconds']:.1f} s with a {m['bound_seconds']} s bound: {n} beats made {m['websocket_messages']} "
+        f"WebSocket messages, {m['invocations']} invocations ({m['gb_seconds']:.4f} GB-s), DynamoDB {requests} "
+        f"({m['rru']:.1f} RRU, {m['wru']:.1f} WRU, {m['index_wru']:.0f} GSI1 WRU) and {m['kms_requests']} KMS requests. "
+        f"Deployed: {beat['kind']} every {beat['cadence_seconds']:g} s (bound {beat['bound_seconds']:g} s), "
+        f"{per_min:g} beats a minute.",
+        "",
+        "| part | arithmetic (per beat x beats a minute) | USD per 1M waiting Turn-minutes |",
+        "| --- | --- | --- |",
+        f"| API Gateway WebSocket | {m['websocket_messages']}/{n} messages x 1.00 x {per_min:g} | {_usd(p['websocket'])} |",
+        f"| Lambda | ({m['invocations']}/{n} x 0.20 + {m['gb_seconds']:.4f}/{n} x 13.3334) x {per_min:g} | "
+        f"{_usd(p['lambda'])} |",
+        f"| DynamoDB reads | {m['rru']:.1f}/{n} RRU x 0.125 x {per_min:g} | {_usd(p['dynamodb_reads'])} |",
+        f"| DynamoDB table writes | {m['wru']:.1f}/{n} WRU x 0.625 x {per_min:g} | {_usd(p['dynamodb_table_writes'])} |",
+        f"| DynamoDB GSI1 writes | {m['index_wru']:.0f}/{n} WRU x 0.625 x {per_min:g} | "
+        f"{_usd(p['dynamodb_index_writes'])} |",
+        f"| KMS | {m['kms_requests']}/{n} x 3.00 x {per_min:g} | {_usd(p['kms'])} |",
+        "| Step Functions | SendTaskHeartbeat is no state transition | 0.00 |",
+        f"| WebSocket connection-minute | the Runtime's connection, all of it charged to this one Turn | "
+        f"{_usd(p['websocket_connection_minute'])} |",
+        f"| **total** | | **{_usd(wait['total'])}** |",
+        "",
+        f"One more waiting Turn on a connection that beats anyway adds only its item to the beat's eventually "
+        f"consistent BatchGetItem ({wait['marginal_rru_per_beat']:g} RRU x 0.125 x {per_min:g}): USD "
+        f"{_usd(wait['marginal'])} per 1M waiting Turn-minutes. The connection's own beat (idle or busy) is USD "
+        f"{(wait['total'] - wait['marginal']) * 60 * 24 * 30:,.4f} per Runtime connection-month.",
+    ]
 
 
 def main() -> int:
@@ -93,45 +247,55 @@ def main() -> int:
         print("run bench/bench_turns.py first (make bench does)", file=sys.stderr)
         return 1
     turns = json.loads(path.read_text())
-    per_turn = turn_costs(turns)
+    memory = memory_gb()
+    beat = heartbeat_settings()
+    per_turn = turn_costs(turns, memory)
+    wait = waiting_costs(turns, memory, beat)
     per_result = result_costs(turns)
     stream = stream_hour_costs()
-    million = 1e6
     life = turns["turn_lifecycle_one_call"]
+    met = {"turns": per_turn["total"] * MILLION <= TARGETS["usd_per_million_turns"],
+           "waiting": wait["total"] * MILLION <= TARGETS["usd_per_million_waiting_turn_minutes"]}
     lines = [
         "# Cost model",
         "",
-        "Generated by `bench/cost.py` from `bench/results/turns.json` (`make bench`). Prices: public on-demand",
-        f"list prices for us-east-1 written into the script on {PRICES['date']} - verify them before relying on",
-        "these figures. Lambda durations are **measured locally** (in-process handlers against moto, p50),",
-        "billed at arm64 prices and the template's memory sizes; real DynamoDB latency differs.",
+        "Generated by `bench/cost.py` from `bench/results/turns.json` (`make bench`; edit the script, not this "
+        "file). Prices: public",
+        f"on-demand list prices for us-east-1 written into the script on {PRICES['date']} - verify them before "
+        "relying on these figures.",
+        "Every hop is counted where the in-process stack makes it (moto executing our ASL, the real handlers, the "
+        "scripted Runtime).",
+        "Lambda durations are **measured locally** (in-process handlers against moto, p50), billed at arm64 prices "
+        "and the template's",
+        "memory sizes; real DynamoDB latency differs. Unit prices in the arithmetic columns are USD per million "
+        "(Step Functions: 25 per million transitions).",
+        "",
+        "| figure | USD | target (issue 36) | met |",
+        "| --- | --- | --- | --- |",
+        f"| per 1M one-call Turns | {_usd(per_turn['total'])} | {TARGETS['usd_per_million_turns']:.2f} | "
+        f"{'yes' if met['turns'] else '**no**'} |",
+        f"| per 1M waiting Turn-minutes (the Turn alone on its connection) | {_usd(wait['total'])} | "
+        f"{TARGETS['usd_per_million_waiting_turn_minutes']:.2f} | {'yes' if met['waiting'] else '**no**'} |",
         "",
         "## Per 1 million Turns (one function call each)",
         "",
-        "| part | what is counted per Turn | USD per 1M Turns |",
-        "| --- | --- | --- |",
-        f"| DynamoDB | {life['request_units']['wru']:.0f} WRU, {life['request_units']['rru']:.1f} RRU "
-        f"({life['dynamodb_total']} requests) | {per_turn['dynamodb'] * million:,.2f} |",
-        f"| Lambda | {per_turn['invocations']} invocations, {per_turn['gb_seconds']:.3f} GB-s | "
-        f"{per_turn['lambda'] * million:,.2f} |",
-        f"| Step Functions (Standard) | {per_turn['transitions']} state transitions | "
-        f"{per_turn['step_functions'] * million:,.2f} |",
-        f"| API Gateway REST API | {life['http_api_requests']} requests (create with input, one result) | "
-        f"{per_turn['rest_api'] * million:,.2f} |",
-        f"| API Gateway WebSocket | {life['websocket_messages']} messages (Runtime, no subscribers) | "
-        f"{per_turn['websocket'] * million:,.2f} |",
-        f"| **total** | | **{per_turn['total'] * million:,.2f}** |",
+        *turn_lines(turns, per_turn, memory),
+        "",
+        "## Per 1 million waiting Turn-minutes (heartbeats)",
+        "",
+        *waiting_lines(wait, beat),
         "",
         "## Per 1 million tool results (the marginal cost of one more result in a Turn)",
         "",
         "| part | USD per 1M results |",
         "| --- | --- |",
-        f"| DynamoDB ({turns['tool_result_marginal']['wru']:.0f} WRU, {turns['tool_result_marginal']['rru']:.1f} RRU) "
-        f"| {per_result['dynamodb'] * million:,.2f} |",
-        f"| Lambda | {per_result['lambda'] * million:,.2f} |",
-        f"| API Gateway REST API | {per_result['rest_api'] * million:,.2f} |",
-        f"| API Gateway WebSocket | {per_result['websocket'] * million:,.2f} |",
-        f"| **total** | **{per_result['total'] * million:,.2f}** |",
+        f"| DynamoDB ({turns['tool_result_marginal']['wru']:.0f} WRU, "
+        f"{turns['tool_result_marginal'].get('index_wru', 0):.0f} GSI1 WRU, "
+        f"{turns['tool_result_marginal']['rru']:.1f} RRU) | {_usd(per_result['dynamodb'])} |",
+        f"| Lambda | {_usd(per_result['lambda'])} |",
+        f"| API Gateway REST API | {_usd(per_result['rest_api'])} |",
+        f"| API Gateway WebSocket | {_usd(per_result['websocket'])} |",
+        f"| **total** | **{_usd(per_result['total'])}** |",
         "",
         "## Per open SSE stream-hour",
         "",
@@ -159,23 +323,36 @@ def main() -> int:
         "",
         "## Notes",
         "",
-        "- Every commit rewrites the Session item (it carries the frozen snapshot, zlib-compressed, so that a Session read is one",
+        "- Every commit rewrites the Session item (it carries the frozen snapshot, zlib-compressed, so that a Session "
+        "read is one",
         "  GetItem), so write units grow with the snapshot's size: "
-        f"{life['item_kb'].get('session', 0):.1f} KB here. Sessions with many tools pay more per commit.",
+        f"{life['item_kb'].get('session', 0):.1f} KB here; and the Session is listed on GSI1 with projection ALL, so "
+        "each of those",
+        "  writes also writes its index entry. Sessions with many tools pay more per commit.",
+        "- Index writes are counted at the transactional rate (2 WRU per KB) when the table write is transactional: "
+        "the conservative reading",
+        "  (DynamoDB documents the doubling for the items of a transaction; an index entry is propagated from them).",
+        "- A message delivered to a Runtime (`turn.tool_result`) is posted by the committing function and again by the "
+        "outbox's",
+        "  at-least-once path (the Runtime drops the repeat): both are counted.",
         "- Client reads (polling) are not included: each Session read is one strongly consistent GetItem",
         "  (1 RRU per 4 KB) plus one REST API request and one Lambda invocation.",
         "- Live subscribers add one conditional write (2 WRU) and one WebSocket message per event per subscriber.",
-        "- DynamoDB storage, CloudWatch Logs and data transfer are not included.",
+        "- DynamoDB storage, CloudWatch Logs and metrics, X-Ray traces and data transfer are not included.",
         "",
         "Prices used: " + ", ".join(f"{k} = {v}" for k, v in PRICES.items()),
     ]
     (ROOT / "docs" / "cost.md").write_text("\n".join(lines) + "\n")
-    result = {"benchmark": "cost_model", "usd_per_million_turns": round(per_turn["total"] * million, 2),
-              "usd_per_million_tool_results": round(per_result["total"] * million, 2),
+    result = {"benchmark": "cost_model", "usd_per_million_turns": round(per_turn["total"] * MILLION, 2),
+              "usd_per_million_waiting_turn_minutes": round(wait["total"] * MILLION, 2),
+              "usd_per_million_waiting_turn_minutes_marginal": round(wait["marginal"] * MILLION, 3),
+              "usd_per_million_tool_results": round(per_result["total"] * MILLION, 2),
               "usd_per_stream_hour": round(stream["total"], 5),
-              "breakdown_per_million_turns": {k: round(v * million, 2) for k, v in per_turn.items()
-                                              if k in ("dynamodb", "lambda", "step_functions", "rest_api",
-                                                       "websocket")}}
+              "targets": TARGETS, "targets_met": met, "heartbeat": beat,
+              "breakdown_per_million_turns": {k: round(v * MILLION, 2) for k, v in per_turn["parts"].items()},
+              "breakdown_per_million_waiting_turn_minutes": {k: round(v * MILLION, 3)
+                                                             for k, v in wait["parts"].items()}}
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "cost.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result))
     return 0
