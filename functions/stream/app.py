@@ -20,7 +20,9 @@ def record_handler(record: DynamoDBRecord) -> None:
     try:
         outbox.process(image, default_store(), default_messenger(), default_workflow())
     except Exception:
-        # retried from this record; after MaximumRetryAttempts it goes to the outbox DLQ (the DLQ alarm)
+        # retried from this record; after MaximumRetryAttempts it goes to the outbox DLQ (the DLQ alarm), whose
+        # message names only the shard and sequence numbers: this line names the record
+        logger.exception("outbox record failed", extra={"record": [str(image.get(keys.PK, "")), str(image.get(keys.SK, ""))]})
         metrics.outbox_record_failed("outbox")
         raise
 
