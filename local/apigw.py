@@ -141,12 +141,13 @@ class Slots:
 
 def usage_plan_limits() -> Optional[tuple[float, int]]:
     """The usage plan's per-tenant (rate, burst): the template's (TenantRateLimit, TenantBurstLimit at their
-    defaults), or AGENTS_CORE_TENANT_RATE_LIMIT / AGENTS_CORE_TENANT_BURST_LIMIT (tests and `make dev`)."""
+    defaults), or TENANT_RATE_LIMIT / TENANT_BURST_LIMIT: the functions' names for the same parameters, which
+    meter the tenant's WebSocket requests (agents_core/quotas.py), so one setting shrinks both locally."""
     plan = template.usage_plan()
     if plan is None:
         return None
-    rate = os.environ.get("AGENTS_CORE_TENANT_RATE_LIMIT")
-    burst = os.environ.get("AGENTS_CORE_TENANT_BURST_LIMIT")
+    rate = os.environ.get("TENANT_RATE_LIMIT")
+    burst = os.environ.get("TENANT_BURST_LIMIT")
     return float(rate) if rate else plan[0], int(burst) if burst else plan[1]
 
 

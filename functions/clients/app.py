@@ -1,13 +1,14 @@
 """WebSocket `subscribe` / `unsubscribe` routes for live clients (dashboards, apps).
 
 Any id the caller's tenant does not own gets an error message on the socket and nothing is
-delivered for it.
+delivered for it. Each message takes one request from its tenant's WebSocket bucket (agents_core/quotas.py:
+WebSocket APIs have no usage plans); over it, the 429 `rate_limit_exceeded` envelope and nothing written.
 """
 
 import json
 
 from agents_contract.errors import AgentsError
-from agents_core import live
+from agents_core import live, quotas
 from agents_core.aws import default_messenger
 from agents_core.observability import logger
 from agents_core.runtimes import connections
@@ -23,6 +24,9 @@ def handler(event, context):
         session_id = message.get("session_id")
         if not isinstance(session_id, str) or not session_id:
             raise AgentsError("Missing required parameter: 'session_id'.", param="session_id")
+        conn = connections.connection(store, connection_id)
+        if conn is not None and conn.get("tenant") and not quotas.take_request(store, conn["tenant"]):
+            raise quotas.RequestRateExceeded()
         if message.get("action") == "subscribe":
             reply = live.subscribe(store, connection_id, session_id)
         else:

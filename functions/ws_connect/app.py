@@ -1,8 +1,11 @@
 """WebSocket `$connect`: a Runtime (a shared Runtime token, an Environment enrollment or the durable
 credential it was exchanged for), or a client (API key, or `?ticket=` for
-browsers). Rejected -> 401."""
+browsers). Rejected -> 401. A client connecting with an API key takes one request from its tenant's WebSocket
+bucket (agents_core/quotas.py); over it -> 429 and nothing written (a ticket was one metered REST request)."""
 
-from agents_core import keys, live
+import json
+
+from agents_core import keys, live, quotas
 from agents_core.environments.enrollment import (
     CREDENTIAL_PREFIX,
     ENROLLMENT_PREFIX,
@@ -53,6 +56,9 @@ def handler(event, context):
             return {"statusCode": 200}
     elif token:
         tenant = store.tenant_for_api_key(token)
+        if tenant is not None and not quotas.take_request(store, tenant):
+            logger.info("WebSocket connection over the tenant's request rate")
+            return {"statusCode": 429, "body": json.dumps(quotas.RequestRateExceeded().envelope())}
         if tenant is not None:
             connections.register_connection(store, connection_id, "client", tenant=tenant)
             return {"statusCode": 200}

@@ -147,8 +147,8 @@ def test_settling_a_lost_turn_again_releases_nothing_twice(stack, tenants, runti
 # ---- the request rate: API Gateway's usage plan, one bucket per tenant -------------------------------------
 
 def test_over_its_request_rate_a_tenant_gets_429s_that_write_nothing_while_another_is_served(aws, handlers, monkeypatch):
-    monkeypatch.setenv("AGENTS_CORE_TENANT_RATE_LIMIT", "0.001")  # no refill within the test
-    monkeypatch.setenv("AGENTS_CORE_TENANT_BURST_LIMIT", "3")
+    monkeypatch.setenv("TENANT_RATE_LIMIT", "0.001")  # no refill within the test
+    monkeypatch.setenv("TENANT_BURST_LIMIT", "3")
     gateway = apigw.Gateway(handlers)
     store = default_store()
     key_a, key_a2, key_b = create_key(store, "tenant-a"), create_key(store, "tenant-a"), create_key(store, "tenant-b")
@@ -172,8 +172,8 @@ def test_over_its_request_rate_a_tenant_gets_429s_that_write_nothing_while_anoth
 
 
 def test_the_sdk_sees_the_usage_plans_429_as_its_rate_limit_error(aws, handlers, monkeypatch):
-    monkeypatch.setenv("AGENTS_CORE_TENANT_RATE_LIMIT", "0.001")
-    monkeypatch.setenv("AGENTS_CORE_TENANT_BURST_LIMIT", "1")
+    monkeypatch.setenv("TENANT_RATE_LIMIT", "0.001")
+    monkeypatch.setenv("TENANT_BURST_LIMIT", "1")
     gateway = apigw.Gateway(handlers)
     store = default_store()
     client = sdk(gateway, create_key(store, "tenant-a"))
@@ -198,3 +198,53 @@ def test_registering_a_tenant_puts_its_one_api_key_in_the_usage_plan_once(aws, c
     in_plan = apigateway.get_usage_plan_keys(usagePlanId=plan)["items"]
     assert sorted(k["value"] for k in in_plan) == sorted([quotas.usage_key("tenant-a"), quotas.usage_key("tenant-b")])
     assert capsys.readouterr().out == ""  # --no-key prints no secret
+
+
+# ---- the request rate of WebSocket requests (no usage plans there): a bucket per tenant in the table ---------
+
+def test_a_tenants_websocket_requests_over_its_rate_are_refused_and_write_nothing(stack, tenants, monkeypatch):
+    from agents_core import settings as settings_module
+
+    monkeypatch.setenv("TENANT_RATE_LIMIT", "0.001")
+    monkeypatch.setenv("TENANT_BURST_LIMIT", "3")
+    settings_module.get_settings.cache_clear()
+    a, b = tenants
+    mine = a.beta.agents.sessions.create(environment={"type": "self_hosted", "workspace_directory": "/w"},
+                                         agent={"model": "gpt-5"})
+    theirs = b.beta.agents.sessions.create(environment={"type": "self_hosted", "workspace_directory": "/w"},
+                                           agent={"model": "gpt-5"})
+    received = []
+
+    def connect(client):
+        return stack.ws.connect(lambda text: received.append(json.loads(text)),
+                                {"Authorization": f"Bearer {client.api_key}"})
+
+    def subscribe(connection_id, session_id):
+        stack.ws.message(connection_id, json.dumps({"action": "subscribe", "session_id": session_id}))
+        return received[-1]
+
+    connection = connect(a)  # 1 of 3
+    assert subscribe(connection, mine.id)["type"] == "subscribed"  # 2
+    assert subscribe(connection, mine.id)["type"] == "subscribed"  # 3
+    before = scan(stack.dynamodb)
+    refused = subscribe(connection, mine.id)
+    assert refused["type"] == "error" and refused["error"]["code"] == "rate_limit_exceeded"
+    assert refused["error"]["type"] == "invalid_request_error"
+    assert connect(a) is None  # $connect answered 429: the handshake is refused
+    assert scan(stack.dynamodb) == before
+    other = connect(b)  # another tenant's bucket is its own
+    assert other is not None and subscribe(other, theirs.id)["type"] == "subscribed"
+
+
+def test_the_websocket_bucket_takes_its_burst_then_one_request_per_interval(store, monkeypatch):
+    from agents_core import settings as settings_module
+
+    monkeypatch.setenv("TENANT_RATE_LIMIT", "10")  # one request per 100 ms
+    monkeypatch.setenv("TENANT_BURST_LIMIT", "3")
+    settings_module.get_settings.cache_clear()
+    t = 1_000_000.0
+    assert [quotas.take_request(store, "tenant-a", t) for _ in range(4)] == [True, True, True, False]
+    assert quotas.take_request(store, "tenant-b", t)  # per tenant
+    assert not quotas.take_request(store, "tenant-a", t + 50)
+    assert quotas.take_request(store, "tenant-a", t + 100) and not quotas.take_request(store, "tenant-a", t + 100)
+    assert [quotas.take_request(store, "tenant-a", t + 10_000) for _ in range(4)] == [True, True, True, False]

@@ -55,6 +55,7 @@ EXAMPLES = [
     ("child_turn_name", (T, S, "t-9"), {"PK": "T#tenant-a#SESSION#sess_1", "SK": "CTURNN#t-9"}),
     ("idempotency_record", (T, "k-1"), {"PK": "T#tenant-a#IDEM#k-1", "SK": "I"}),
     ("tenant_quota", (T,), {"PK": "T#tenant-a#QUOTA", "SK": "Q"}),
+    ("tenant_quota", (T, "R"), {"PK": "T#tenant-a#QUOTA", "SK": "R"}),
     ("vault_partition", (T, "vault_1"), "T#tenant-a#VAULT#vault_1"),
     ("vault", (T, "vault_1"), {"PK": "T#tenant-a#VAULT#vault_1", "SK": "V"}),
     ("vaults_of_tenant", (T,), {"pk": "T#tenant-a#VAULTS", "index": "GSI1"}),

@@ -106,8 +106,8 @@ def test_the_usage_plans_bucket_takes_its_burst_then_refills_at_its_rate(monkeyp
 
 
 def test_the_local_gateway_meters_each_usage_key_apart_and_refuses_a_request_without_one(monkeypatch):
-    monkeypatch.setenv("AGENTS_CORE_TENANT_RATE_LIMIT", "0.001")
-    monkeypatch.setenv("AGENTS_CORE_TENANT_BURST_LIMIT", "2")
+    monkeypatch.setenv("TENANT_RATE_LIMIT", "0.001")
+    monkeypatch.setenv("TENANT_BURST_LIMIT", "2")
     gateway = apigw.Gateway({}, routes=[], authorizer=None)
     assert gateway.usage_plan == (0.001, 2)
     assert [gateway.meter("key-a") for _ in range(2)] == [None, None]

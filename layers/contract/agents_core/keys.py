@@ -15,7 +15,7 @@ partition starts with `T#{tenant}#`, so a foreign id simply names nothing (404).
 | `T#{tenant}#IDEM#{key}`           | `I` an Idempotency-Key's record                                   |
 | `T#{tenant}#VAULT#{vault}`        | `V` the Vault; `CRED#{credential}`                                |
 | `T#{tenant}#ENV#{env}`            | `E` an Environment                                                |
-| `T#{tenant}#QUOTA`                | `Q` the tenant's running-Turn count (agents_core/quotas.py)       |
+| `T#{tenant}#QUOTA`                | `Q` running-Turn count, `R` WebSocket request bucket (quotas.py)  |
 | `T#{tenant}#AUTO#{automation}`    | `A` an automation; `INV#{invocation}` its invocations             |
 | `KEY#{sha256}`                    | `K` an API key                                                    |
 | `RT#{sha256}`                     | `R` a Runtime token or an Environment's durable credential        |
@@ -259,9 +259,9 @@ def child_turn_name(tenant: str, session_id: str, runtime_id: str) -> Key:
     return _key(session_partition(tenant, session_id), f"{_CHILD_TURN_NAME}{runtime_id}")
 
 
-def tenant_quota(tenant: str) -> Key:
-    """The tenant's running-Turn counter: changed in the commit that starts or ends a Turn (agents_core/quotas)."""
-    return _key(f"T#{tenant}#QUOTA", "Q")
+def tenant_quota(tenant: str, part: str = "Q") -> Key:
+    """A tenant's quota item (agents_core/quotas): `Q` its running-Turn count, `R` its WebSocket request bucket."""
+    return _key(f"T#{tenant}#QUOTA", part)
 
 
 def idempotency_record(tenant: str, idempotency_key: str) -> Key:

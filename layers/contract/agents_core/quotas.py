@@ -15,12 +15,17 @@ started before quotas existed never decrements a count it did not increment.
 **Request rate.** API Gateway's usage plan throttles each tenant (template `TenantRateLimit`,
 `TenantBurstLimit`): the authorizer returns `usage_key(tenant)` as its `usageIdentifierKey` (the REST API's
 `ApiKeySourceType` is `AUTHORIZER`), so every key of a tenant shares one bucket. API Gateway needs an API key
-with that value in the usage plan: `register_tenant` creates it (`python -m agents_core.apikeys`).
+with that value in the usage plan: `register_tenant` creates it (`python -m agents_core.apikeys`). WebSocket
+APIs have no usage plans, so a tenant's WebSocket requests (a client `$connect` with an API key, `subscribe`,
+`unsubscribe`) take from a bucket of the same size kept in the table (`take_request`: GCRA, one conditional
+UpdateItem of the tenant's `R` quota item per request, two when refused, and a refusal writes nothing).
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
+from decimal import Decimal
 from typing import Any, Optional
 
 from agents_contract.errors import Unavailable
@@ -76,6 +81,41 @@ def running(store: Any, tenant: str) -> int:
 
 
 # ---- request rate: API Gateway usage plans ---------------------------------------------------------------
+
+class RequestRateExceeded(Unavailable):
+    """429 `rate_limit_exceeded`: the tenant's WebSocket requests are over its request rate."""
+
+    def __init__(self) -> None:
+        super().__init__("Too many requests from this tenant; nothing was written. Retry the request.")
+
+
+def take_request(store: Any, tenant: str, at_ms: Optional[float] = None) -> bool:
+    """One request of the tenant's bucket (rate `tenant_rate_limit` per second, burst `tenant_burst_limit`), as
+    GCRA: the item keeps the theoretical arrival time `tat` (ms); a request is allowed when `max(tat, now) +
+    interval <= now + burst * interval`, and moves `tat` by one interval. Each branch is one conditional
+    UpdateItem; a refused request changes nothing."""
+    settings = get_settings()
+    interval = 1000.0 / settings.tenant_rate_limit
+    now_ms = time.time() * 1000 if at_ms is None else at_ms
+    key = keys.tenant_quota(tenant, "R")
+    for _ in range(3):  # a lost race between the two branches is decided again
+        if store.update_returning(key, "SET tat = :next", "attribute_not_exists(tat) OR tat <= :now",
+                                  values={":next": _ms(now_ms + interval), ":now": _ms(now_ms)}) is not None:
+            return True  # the bucket was full: now + one interval
+        if store.update_returning(key, "SET tat = tat + :interval", "tat > :now AND tat <= :latest",
+                                  values={":interval": _ms(interval), ":now": _ms(now_ms),
+                                          ":latest": _ms(now_ms + (settings.tenant_burst_limit - 1) * interval)}
+                                  ) is not None:
+            return True
+        item = store.get(key)
+        if item is not None and float(item.get("tat", 0)) > now_ms:
+            return False  # over the burst: refused, nothing written
+    return False
+
+
+def _ms(value: float) -> Decimal:
+    return Decimal(str(round(value, 3)))
+
 
 def usage_key(tenant: str) -> str:
     """The value of the tenant's API Gateway API key: derived from the tenant, so the authorizer needs no read

@@ -45,6 +45,10 @@ class Settings:
     # Per-tenant quota (agents_core/quotas.py): Turns one tenant runs at once (template TenantMaxRunningTurns;
     # 0: no limit). Over it, input that would start a Turn is a 429 rate_limit_exceeded that writes nothing.
     max_running_turns: int = 100
+    # A tenant's WebSocket requests per second and burst (TenantRateLimit, TenantBurstLimit: the REST API's
+    # usage plan has the same, kept by API Gateway).
+    tenant_rate_limit: float = 100.0
+    tenant_burst_limit: int = 200
     # SSE (functions/session_stream): a stream ends cleanly after stream_max_seconds (API Gateway ends a
     # REST API stream at 15 minutes), sends a comment ping after stream_ping_seconds without an event
     # (regional endpoints close a stream idle for 5 minutes), and reads the outbox at most
@@ -86,6 +90,11 @@ class Settings:
                     values[field.name] = int(raw.strip())
                 except ValueError:
                     raise ValueError(f"{field.name.upper()} must be an integer, got {raw!r}") from None
+            elif kind is float:
+                try:
+                    values[field.name] = float(raw.strip())
+                except ValueError:
+                    raise ValueError(f"{field.name.upper()} must be a number, got {raw!r}") from None
             elif kind is bool:
                 text = raw.strip().lower()
                 if text not in _TRUE | _FALSE:
