@@ -22,7 +22,8 @@ def record_handler(record: DynamoDBRecord) -> None:
     except Exception:
         # retried from this record; after MaximumRetryAttempts it goes to the outbox DLQ (the DLQ alarm), whose
         # message names only the shard and sequence numbers: this line names the record
-        logger.exception("outbox record failed", extra={"record": [str(image.get(keys.PK, "")), str(image.get(keys.SK, ""))]})
+        logger.exception("outbox record failed",
+                         extra={"record": [str(image.get(keys.PK, "")), str(image.get(keys.SK, ""))]})
         metrics.outbox_record_failed("outbox")
         raise
 

@@ -10,6 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from agents_core import metrics
+from agents_core.keys import call as call_key
 from local.inprocess import wait_for
 from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
 from tests.integration.test_faults import flaky
@@ -81,6 +82,8 @@ def test_a_completed_turn_with_a_call_produces_its_round_trip(stack, client, run
     assert len(named(lines, metrics.TURNS_COMPLETED)) == 1 and len(named(lines, metrics.TURNS_STARTED)) == 1
     [trip] = named(lines, metrics.FUNCTION_ROUND_TRIP)
     assert 0 <= value(trip, metrics.FUNCTION_ROUND_TRIP) < 60_000
+    call = stack.store.get(call_key("tenant-a", session.id, action.call_id))
+    assert call["created_ms"] // 1000 in (call["created_at"], call["created_at"] - 1)  # measured in ms from the start
     kinds = [line["kind"] for line in named(lines, metrics.RUNTIME_CONNECTIONS)]
     assert not named(lines, metrics.TURNS_FAILED) and kinds == []  # the Runtime connected before the capture
     no_identifier_in(lines, "tenant-a", session.id, action.turn_id, action.call_id)

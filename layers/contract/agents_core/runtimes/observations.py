@@ -8,7 +8,7 @@ from typing import Any, Optional
 from agents_contract import jsonutil, protocol, resources, runtime_items
 from agents_contract.errors import AgentsError, InvalidRequest
 
-from .. import engine, keys, subagents
+from .. import engine, keys, metrics, subagents
 from ..aws import Messenger, Workflow
 from ..ids import new_id, now
 from ..observability import logger
@@ -493,7 +493,8 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
     draft.tx.put({**keys.call(draft.tenant, draft.session_id, call_id), "kind": "call", "call_id": call_id,  # type: ignore[arg-type]
                   "turn_id": turn.id, "child_turn_id": owner.get("turn_id"), "subagent_id": owner.get("subagent_id"),
                   "name": name, "arguments": encoded,
-                  "state": "pending", "item_id": ref["id"], "created_at": now()}, "attribute_not_exists(PK)")
+                  "state": "pending", "item_id": ref["id"], "created_at": now(),
+                  "created_ms": metrics.now_ms()}, "attribute_not_exists(PK)")  # FunctionRoundTrip's start
     draft.emit(resources.item_event("agent.session.turn.item.added", new_id("evt"), draft.session_id, item,
                                     ref["output_index"]))
     if turn.cancel_requested:
