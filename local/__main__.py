@@ -58,6 +58,10 @@ Settings come from the environment:
   (frames over 32 KB and messages over 128 KB always close the connection with 1009, as API Gateway does)
   AGENTS_CORE_IAM (on|off)     on: every AWS call a function makes is checked against its own policies in
                                template.yaml, as IAM checks it (AccessDenied otherwise); off: for debugging only
+  Per-tenant quotas (README "Quotas"; the template's defaults unless set), over them 429 rate_limit_exceeded:
+  TENANT_RATE_LIMIT (100), TENANT_BURST_LIMIT (200)  requests per second and burst (the REST API's usage plan,
+                               and apart from it the WebSocket client requests)
+  MAX_RUNNING_TURNS (100)      Turns one tenant runs at once (0: no limit)
 """
 
 
