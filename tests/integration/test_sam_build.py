@@ -78,3 +78,11 @@ def test_sams_transform_makes_one_stage_and_one_reads_permission():
     assert len(reads) == 1
     body = resources["PublicApi"]["Properties"]["Body"]
     assert sum(len(methods) for methods in body["paths"].values()) >= 59  # every route, the reads' and the events'
+    # per-tenant quotas (issue 36, item 4): every method is metered by the tenants' usage plan, whose API key the
+    # authorizer names (usageIdentifierKey)
+    assert resources["PublicApi"]["Properties"]["ApiKeySourceType"] == "AUTHORIZER"
+    assert all("api_key" in [next(iter(s)) for s in spec.get("security") or []]
+               for methods in body["paths"].values() for spec in methods.values())
+    plan = resources["PublicApiUsagePlan"]["Properties"]
+    assert plan["ApiStages"] == [{"ApiId": {"Ref": "PublicApi"}, "Stage": {"Ref": "PublicApiStage"}}]
+    assert plan["Throttle"] == {"RateLimit": 100, "BurstLimit": 200}  # TenantRateLimit, TenantBurstLimit defaults
