@@ -207,5 +207,6 @@ def requests(service: str, operation: str, params: Mapping[str, Any], tokens: Ma
         return [(f"dynamodb:{operation}", params.get("StreamArn") or "*", {})]
     if service == "sqs":
         url = params.get("QueueUrl") or ""
-        return [(f"sqs:{operation}", f"arn:aws:sqs:{_R}:{_A}:{url.rstrip('/').rsplit('/', 1)[-1]}" if url else "*", {})]
+        # a batch action is authorized as its single action (SendMessageBatch is sqs:SendMessage)
+        return [(f"sqs:{operation.removesuffix('Batch')}", f"arn:aws:sqs:{_R}:{_A}:{url.rstrip('/').rsplit('/', 1)[-1]}" if url else "*", {})]
     return [(f"{PREFIX.get(service, service)}:{operation}", "*", {})]

@@ -62,6 +62,11 @@ class InProcessStack:
 
         self._saved_env |= {k: os.environ.get(k) for k in scheduler.ENV}
         scheduler.setup(boto3.client("scheduler", region_name=template.REGION))
+        from . import queues  # SQS queues and their event sources (the webhook deliveries)
+
+        self._saved_env["WEBHOOK_QUEUE_URL"] = os.environ.get("WEBHOOK_QUEUE_URL")
+        self.sqs = boto3.client("sqs", region_name=template.REGION)
+        self.queue_urls = queues.create_queues(self.sqs)
         os.environ["WEBSOCKET_URL"] = "ws://in-process.invalid"  # no socket: the gateway is called directly
         reset_caches()
         self.handlers = handlers or apigw.load_handlers()
@@ -70,6 +75,8 @@ class InProcessStack:
         # not started: a test runs a schedule's next occurrence with self.scheduler.fire_next(name)
         self.scheduler = scheduler.LocalScheduler(boto3.client("scheduler", region_name=template.REGION),
                                                   self.handlers)
+        # not started (most tests queue nothing): a test that needs them calls start() on each
+        self.queue_pollers = queues.pollers(self.sqs, self.queue_urls, self.handlers)
         self.ws = websocket.WebSocketGateway(self.handlers)
         websocket.install_moto_management_api(self.ws)
         streams_client = boto3.client("dynamodbstreams", region_name=template.REGION)
@@ -94,6 +101,8 @@ class InProcessStack:
             runtime.kill()
         self.ws.shutdown()
         self.poller.stop()
+        for queue_poller in self.queue_pollers:
+            queue_poller.stop()
         if self._thread:
             self._thread.join(timeout=5)
         for key, value in self._saved_env.items():

@@ -125,6 +125,8 @@ def _environment(config: Config) -> None:
         # Vaults on a laptop: loopback http MCP servers and OAuth token endpoints (the SAM default is off).
         "VAULT_ALLOW_LOOPBACK_HTTP": os.environ.get("VAULT_ALLOW_LOOPBACK_HTTP", "true"),
         "OAUTH_TRUSTED_ORIGINS": os.environ.get("OAUTH_TRUSTED_ORIGINS", "loopback"),
+        # webhook endpoints on a loopback receiver, over http (the SAM default is off)
+        "WEBHOOK_ALLOW_LOOPBACK_HTTP": os.environ.get("WEBHOOK_ALLOW_LOOPBACK_HTTP", "true"),
     })
     for path in (str(ROOT / "layers" / "contract"), str(ROOT)):
         if path not in sys.path:
@@ -266,11 +268,15 @@ class LocalStack:
         from . import scheduler  # EventBridge Scheduler: schedules in moto, run by local/scheduler.py
 
         scheduler.setup(boto3.client("scheduler"))
+        from . import queues  # SQS queues and their event sources (the webhook deliveries)
+
+        queue_urls = queues.create_queues(boto3.client("sqs"))
         reset_caches()
         self.handlers = apigw.load_handlers()
         lambdas.install(self.handlers)
         self.scheduler = scheduler.LocalScheduler(boto3.client("scheduler"), self.handlers)
         self._threads.append(self.scheduler.start(interval=1.0))
+        self._threads += [p.start() for p in queues.pollers(boto3.client("sqs"), queue_urls, self.handlers)]
         self.http = apigw.Gateway(self.handlers)
         self.ws = websocket.WebSocketGateway(self.handlers)
         source = template.stream_sources()[0]

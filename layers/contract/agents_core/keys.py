@@ -17,6 +17,7 @@ partition starts with `T#{tenant}#`, so a foreign id simply names nothing (404).
 | `T#{tenant}#ENV#{env}`            | `E` an Environment                                                |
 | `T#{tenant}#QUOTA`                | `Q` running-Turn count, `R` WebSocket request bucket (quotas.py)  |
 | `T#{tenant}#AUTO#{automation}`    | `A` an automation; `INV#{invocation}` its invocations             |
+| `T#{tenant}#WEBHOOK#{endpoint}`   | `W` a webhook endpoint; `DLV#{event}` its deliveries              |
 | `KEY#{sha256}`                    | `K` an API key                                                    |
 | `RT#{sha256}`                     | `R` a Runtime token or an Environment's durable credential        |
 | `TICKET#{sha256}`                 | `T` a WebSocket connection ticket                                 |
@@ -30,7 +31,7 @@ partition starts with `T#{tenant}#`, so a foreign id simply names nothing (404).
 | `EXECREG#{registration}`          | `G` an exec-server registration                                   |
 | `EXECENV#{env}`                   | `H` the exec-server host an Environment last used                 |
 
-GSI1 partitions: `T#{tenant}#AGENTS`, `#SESSIONS`, `#VAULTS`, `#AUTOS`, `#ENVS#{type}` (a tenant's lists, by
+GSI1 partitions: `T#{tenant}#AGENTS`, `#SESSIONS`, `#VAULTS`, `#AUTOS`, `#WEBHOOKS`, `#ENVS#{type}` (a tenant's lists, by
 id); `RUNTIME#...` (a pool of connected Runtimes), `QUEUE#...` (the Turns waiting for that pool) and
 `EXECUTORS#{harness}` (exec-server hosts), by `{connected_at:012d}#{connection}` or Turn id;
 `SUB#{tenant}#{session}` (a Session's subscribers, by connection).
@@ -76,6 +77,7 @@ _SUBAGENT, _SUBAGENT_NAME, _CHILD_TURN, _CHILD_TURN_NAME = "SUBAGENT#", "SUBAGEN
 _CREDENTIAL, _CLAIM, _SUBSCRIPTION, _DECLARATION = "CRED#", "CLAIM#", "SUB#", "H#"
 _ENV_DECLARATION = "H#ENV#"
 _INVOCATION = "INV#"
+_DELIVERY = "DLV#"
 _HOST_CONNECTION, _HOST_ENVIRONMENT = "CONN#", "ENV#"
 
 
@@ -296,6 +298,32 @@ def invocation(tenant: str, automation_id: str, invocation_id: str) -> Key:
 
 def invocations_of_automation(tenant: str, automation_id: str) -> Range:
     return {"pk": automation_partition(tenant, automation_id), "sk_prefix": _INVOCATION}
+
+
+# ---- Webhook endpoints and their deliveries (agents_core/webhooks) ------------------------------------
+
+def webhook_endpoint_partition(tenant: str, endpoint_id: str) -> str:
+    return f"T#{tenant}#WEBHOOK#{endpoint_id}"
+
+
+def webhook_endpoint(tenant: str, endpoint_id: str) -> Key:
+    return _key(webhook_endpoint_partition(tenant, endpoint_id), "W")
+
+
+def webhook_endpoints_of_tenant(tenant: str) -> Range:
+    return {"pk": f"T#{tenant}#WEBHOOKS", "index": GSI1}
+
+
+def listed_webhook_endpoint(tenant: str, endpoint_id: str) -> Key:
+    return _listed(webhook_endpoints_of_tenant(tenant)["pk"], endpoint_id)
+
+
+def webhook_delivery(tenant: str, endpoint_id: str, event_id: str) -> Key:
+    return _key(webhook_endpoint_partition(tenant, endpoint_id), f"{_DELIVERY}{event_id}")
+
+
+def webhook_deliveries_of_endpoint(tenant: str, endpoint_id: str) -> Range:
+    return {"pk": webhook_endpoint_partition(tenant, endpoint_id), "sk_prefix": _DELIVERY}
 
 
 # ---- Vaults ----------------------------------------------------------------------------------------

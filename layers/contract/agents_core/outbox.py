@@ -17,6 +17,7 @@ from agents_contract import jsonutil
 from . import keys, live
 from .aws import Messenger, Workflow
 from .runtimes import connections, dispatch, instances
+from .settings import get_settings
 from .store import DynamoStore, unpack
 
 
@@ -40,6 +41,10 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
         last = seq + parts - 1
     if events and image.get("fanout") is not False:  # False: no subscriber when it committed
         live.fanout(store, messenger, tenant, session_id, last, events)
+    if events and get_settings().webhook_queue_url:  # the tenant's webhook endpoints (agents_core/webhooks)
+        from .webhooks import deliveries
+
+        deliveries.enqueue(store, tenant, session_id, seq, events)
     for command in commands:
         kind = command["type"]
         if kind == "dispatch":

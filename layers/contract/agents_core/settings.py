@@ -69,6 +69,11 @@ class Settings:
     automations_schedule_group: Optional[str] = None
     automations_scheduler_role_arn: Optional[str] = None
     automations_function_arn: Optional[str] = None
+    # Webhooks (agents_core/webhooks): the delivery queue; loopback http endpoint URLs (on in `make dev`); the
+    # delays before each retry of a failed delivery, in seconds (then the dead-letter queue).
+    webhook_queue_url: Optional[str] = None
+    webhook_allow_loopback_http: bool = False
+    webhook_retry_seconds: str = "5,30,300,1800,7200,18000,36000,36000"
     # Files, Uploads and artifacts (agents_core/files): the bucket of their bytes; an explicit S3 endpoint locally.
     files_bucket: Optional[str] = None
     s3_endpoint_url: Optional[str] = None

@@ -316,7 +316,7 @@ def _rfc3339(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _guard(url: str) -> Optional[str]:
+def _guard(url: str, what: str = "The OAuth token endpoint") -> Optional[str]:
     """https only, and no loopback, private, link-local or otherwise special target unless the
     deployment trusts the origin (OAUTH_TRUSTED_ORIGINS). Returns the checked address the request must
     connect to (None for a trusted origin), so a second DNS answer cannot move it elsewhere."""
@@ -325,16 +325,16 @@ def _guard(url: str) -> Optional[str]:
     if rules.trusts(url):
         return None
     if parts.scheme != "https":
-        raise CredentialUnavailable("The OAuth token endpoint must use https.")
+        raise CredentialUnavailable(f"{what} must use https.")
     try:
         infos = socket.getaddrinfo(parts.hostname, parts.port or 443, proto=socket.IPPROTO_TCP)
     except OSError:
-        raise CredentialUnavailable("The OAuth token endpoint's host could not be resolved.") from None
+        raise CredentialUnavailable(f"{what}'s host could not be resolved.") from None
     for info in infos:
         address = ipaddress.ip_address(info[4][0])
         if (address.is_loopback or address.is_private or address.is_link_local or address.is_reserved
                 or address.is_multicast or address.is_unspecified):
-            raise CredentialUnavailable("The OAuth token endpoint resolves to a loopback, private or link-local "
+            raise CredentialUnavailable(f"{what} resolves to a loopback, private or link-local "
                                         "address, which this deployment does not trust.")
     return str(infos[0][4][0])
 
