@@ -289,3 +289,29 @@ def test_sdk_stream_helper_with_tool_handlers_on_claude_code(local_stack, claude
     names = tool_names(sent[0])
     assert "Bash" in names and "AskUserQuestion" not in names  # the workspace tool set, less ask-user
     machines[0].stop()
+
+
+def test_a_large_structured_answer_streams_as_one_delta(client, claude):
+    """Issue 37, item 7: "The stream follows the official message sequence with the whole text in one
+    output_text.delta", whatever its size (the Runtime splits a streamed delta over 32,000 bytes)."""
+    words = " ".join(f"w{i:05d}" for i in range(7000))  # 48 KB of text in the answer
+    stream = client.beta.agents.sessions.create(
+        environment={"type": "none"}, input=f'answer {{"forecast": "{words}"}}', stream=True,
+        agent={"model": "claude-sonnet-4-5", "tools": [FN], "text": {"format": {"type": "json_schema", "schema": SCHEMA}}},
+        extra_body={"x_agents_core": {"harness": "claude_code"}})
+    events = []
+    for event in stream:
+        events.append(event)
+        if event.type in ("agent.session.idle", "agent.session.failed") and len(events) > 1:
+            break
+    stream.close()
+    assert events[-1].type == "agent.session.idle", [e.type for e in events[-4:]]
+    answer = [e for e in events if e.type == "agent.session.turn.item.done" and e.item.type == "message"][-1].item
+    assert answer.phase == "final_answer" and json.loads(answer.content[0].text) == {"forecast": words}
+    deltas = [e for e in events if e.type == "agent.session.turn.output_text.delta" and e.item_id == answer.id]
+    assert len(deltas) == 1 and deltas[0].delta == answer.content[0].text
+    sequence = [e.type for e in events if getattr(e, "item_id", None) == answer.id
+                or getattr(getattr(e, "item", None), "id", None) == answer.id]
+    assert sequence == ["agent.session.turn.item.added", "agent.session.turn.content_part.added",
+                        "agent.session.turn.output_text.delta", "agent.session.turn.output_text.done",
+                        "agent.session.turn.content_part.done", "agent.session.turn.item.done"]

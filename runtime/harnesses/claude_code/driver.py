@@ -39,7 +39,7 @@ from agents_contract.protocol import (
     TURN_SUBAGENT_TURN_STARTED,
 )
 
-from ...protocol import TurnChannel
+from ...protocol import TurnChannel, assistant_message
 from ..common import output_schema, tools_of
 from ..native import (
     DEFAULT_MAX_WARM,
@@ -384,7 +384,15 @@ class ClaudeTurn(NativeTurn):
     def _release(self, phase: str) -> None:
         if self.held is not None:
             held, self.held = self.held, None
-            self.channel.message(held.item_id, held.text, phase)
+            self._message(held.item_id, held.text, phase)
+
+    def _message(self, item_id: str, text: str, phase: str) -> None:
+        """A whole assistant message as item.added and item.done, no delta of ours: Core publishes the official
+        sequence with "the whole text in one output_text.delta" whatever its size (a delta observation would be
+        split past 32,000 bytes)."""
+        self.channel.emit_batch([
+            (TURN_ITEM_ADDED, {"item": assistant_message(item_id, phase, "in_progress", None)}),
+            (TURN_ITEM_DONE, {"item": assistant_message(item_id, phase, "completed", text)})])
 
     def _result(self, message: Any) -> None:
         taken = set(message.user_message_uuids or ([message.user_message_uuid] if message.user_message_uuid else []))
@@ -420,7 +428,7 @@ class ClaudeTurn(NativeTurn):
                 self.channel.finish(TURN_FAILED, error={
                     "message": "Claude Code ended the Turn without the structured output the schema requires."})
             else:
-                self.channel.message(answer_id, message.result, "final_answer")  # result.result, unchanged
+                self._message(answer_id, message.result, "final_answer")  # result.result, unchanged
                 self.channel.finish(TURN_COMPLETED)
         else:
             self._release("final_answer")
