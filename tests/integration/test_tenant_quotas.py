@@ -123,7 +123,11 @@ def test_a_queued_turn_holds_its_slot_until_cancelled_or_its_session_is_deleted(
     a, _ = tenants  # no Runtime: the Turns stay queued
     one, two = create(a, "say one"), create(a, "say two")
     assert quotas.running(stack.store, "tenant-a") == LIMIT
+    before = scan(stack.dynamodb)
     refused(lambda: create(a, "say three"))
+    refused(lambda: a.beta.agents.sessions.create(environment={"type": "none"}, input="say three", stream=True,
+                                                  agent={"model": "gpt-5"}))  # a streamed create: 429 before any byte
+    assert scan(stack.dynamodb) == before
     a.beta.agents.sessions.events.create(one.id, events=[{"type": "agent.session.input.cancel"}])
     assert quotas.running(stack.store, "tenant-a") == 1
     a.beta.agents.sessions.delete(two.id)
