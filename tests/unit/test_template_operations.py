@@ -45,6 +45,7 @@ REASONS = {"HeartbeatTimeout": "heartbeat_timeout", "RuntimeLost": "runtime_lost
 # (alarm, [(namespace, metric)], comparison, threshold)
 ALARMS = [
     ("OutboxDlqAlarm", [("AWS/SQS", "ApproximateNumberOfMessagesVisible")], "GreaterThanThreshold", 0),
+    ("WebhookDlqAlarm", [("AWS/SQS", "ApproximateNumberOfMessagesVisible")], "GreaterThanThreshold", 0),
     ("TurnExecutionsFailedAlarm", [("AWS/States", "ExecutionsFailed"), ("AWS/States", "ExecutionsTimedOut")],
      "GreaterThanThreshold", 0),
     ("RestApi5xxAlarm", [("AWS/ApiGateway", "5XXError"), ("AWS/ApiGateway", "Count")], "GreaterThanThreshold",
@@ -94,7 +95,7 @@ def test_every_alarm_is_in_the_table_above_and_on_the_dashboard():
     body = RES["OperationsDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     widgets = json.loads(body)["widgets"]
     shown = next(w for w in widgets if w["type"] == "alarm")["properties"]["alarms"]
-    assert sorted(shown) == sorted("${%s.Arn}" % a[0] for a in ALARMS)
+    assert sorted(shown) == sorted(f"${{{a[0]}.Arn}}" for a in ALARMS)
     for name in (metrics.TURNS_STARTED, metrics.TURNS_COMPLETED, metrics.TURNS_FAILED, metrics.TURNS_CANCELLED,
                  metrics.TURN_QUEUE_WAIT, metrics.FUNCTION_ROUND_TRIP, metrics.RUNTIME_CONNECTIONS,
                  metrics.REJECTED_REQUESTS, metrics.OUTBOX_RECORDS_FAILED):
