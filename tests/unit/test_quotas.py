@@ -117,3 +117,22 @@ def test_the_local_gateway_meters_each_usage_key_apart_and_refuses_a_request_wit
     assert gateway.meter("key-b") is None
     missing = gateway.meter(None)
     assert missing is not None and missing.status == 403 and b'"invalid_api_key"' in missing.body
+
+
+def test_the_template_wires_the_quotas_to_their_parameters():
+    import json
+
+    api = template.public_api()
+    assert api["ApiKeySourceType"] == "AUTHORIZER" and api["Auth"]["ApiKeyRequired"] is True
+    assert api["Auth"]["UsagePlan"]["Throttle"] == {"RateLimit": {"Ref": "TenantRateLimit"},
+                                                    "BurstLimit": {"Ref": "TenantBurstLimit"}}
+    variables = template.load()["Globals"]["Function"]["Environment"]["Variables"]
+    assert (variables["MAX_RUNNING_TURNS"], variables["TENANT_RATE_LIMIT"], variables["TENANT_BURST_LIMIT"]) == (
+        {"Ref": "TenantMaxRunningTurns"}, {"Ref": "TenantRateLimit"}, {"Ref": "TenantBurstLimit"})
+    responses = template.gateway_responses()
+    for kind in ("THROTTLED", "QUOTA_EXCEEDED"):  # the usage plan's answers: retryable 429s
+        status, headers, body = responses[kind]
+        assert status == 429 and json.loads(body)["error"]["code"] == "rate_limit_exceeded"
+        assert "x-should-retry" not in headers
+    status, headers, body = responses["INVALID_API_KEY"]  # a tenant missing from the usage plan
+    assert status == 403 and json.loads(body)["error"]["code"] == "invalid_api_key" and headers["x-should-retry"] == "false"
