@@ -33,3 +33,25 @@ def test_codex_a_declared_server_changed_in_the_loaded_configuration_fails_the_s
     with pytest.raises(AdapterError, match=f"changed '{key}'"):
         codex.verify_servers(declared, loaded)
     codex.verify_servers(declared, {"mcp_servers": {label: {**entry, "enabled": True, "tool_timeout_sec": None}}})
+
+
+def test_codex_a_required_server_not_ready_after_start_or_resume_fails_it_an_optional_one_runs_without():
+    """"required: true makes native thread creation and cold resume wait for the server to initialize" (item 10):
+    after thread/start and thread/resume alike the session waits for each declared server's startup status."""
+    import asyncio
+    import types
+
+    from runtime.harnesses.codex.session import CodexSession
+
+    def start(required: bool) -> dict:
+        return {"agent": {"tools": [{"type": "mcp", "server_label": "tickets", "required": required}]}}
+
+    async def scenario(required: bool) -> None:
+        session = types.SimpleNamespace(mcp_status={}, mcp_changed=asyncio.Event(), current=None)
+        session.mcp_status["tickets"] = {"name": "tickets", "status": "failed",
+                                         "error": "handshaking with MCP server failed: HTTP 503"}
+        await CodexSession._await_mcp_startup(session, start(required))
+
+    asyncio.run(scenario(False))  # optional: runs without its tools
+    with pytest.raises(AdapterError, match="Required MCP server 'tickets' did not start"):
+        asyncio.run(scenario(True))

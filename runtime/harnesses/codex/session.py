@@ -186,7 +186,7 @@ class CodexSession(NativeSession):
             status = self.mcp_status.get(label) or {}
             if status.get("status") == "ready":
                 continue
-            if tool["required"]:  # Codex fails thread/start for it natively, but not thread/resume
+            if tool.get("required"):  # Codex fails thread/start for it natively; checked after a resume too
                 raise AdapterError(required_failure(label, str(status.get("error") or status.get("status")
                                                                or "it did not report its startup in time")))
             log.warning("MCP server '%s' is %s: running without its tools", label, status.get("status", "not started"))
