@@ -113,10 +113,11 @@ class InProcessStack:
         reset_caches()
 
     def connect_runtime(self, token: str, harnesses: list[str], heartbeat_seconds: float = 0.5,
-                        workspace: Optional[str] = None) -> LocalRuntime:
+                        workspace: Optional[str] = None, beats: bool = True) -> LocalRuntime:
         """A scripted Runtime: shared (an `rt-` token), or an Environment's (an enrollment or its
-        credential, with the `workspace` directory it is bound to)."""
-        runtime = LocalRuntime(self, token, harnesses, heartbeat_seconds, workspace)
+        credential, with the `workspace` directory it is bound to). `beats=False`: one of the older protocol
+        (no runtime.heartbeat; each Turn sends turn.heartbeat), trusted until a post meets GoneException."""
+        runtime = LocalRuntime(self, token, harnesses, heartbeat_seconds, workspace, beats)
         self.runtimes.append(runtime)
         return runtime
 
@@ -125,7 +126,7 @@ class LocalRuntime:
     """The reference scripted Runtime wired to the in-process WebSocket gateway."""
 
     def __init__(self, stack: InProcessStack, token: str, harnesses: list[str], heartbeat_seconds: float,
-                 workspace: Optional[str] = None):
+                 workspace: Optional[str] = None, beats: bool = True):
         from runtime.capabilities import declarations
         from runtime.harnesses.scripted.driver import ScriptedDriver
         from runtime.router import Runtime
@@ -143,7 +144,9 @@ class LocalRuntime:
                                               close=self._closed)
         if self.connection_id is None:
             raise PermissionError("runtime connection rejected")
-        self.send({"action": RUNTIME_HELLO, "harnesses": declarations(harnesses)})
+        # heartbeat_seconds: it sends runtime.heartbeat, so Core holds it to the bound (runtime.router.Runtime beats)
+        liveness = {"heartbeat_seconds": heartbeat_seconds} if beats else {}
+        self.send({"action": RUNTIME_HELLO, "harnesses": declarations(harnesses), **liveness})
 
     def _receive(self, text: str) -> None:
         message = json.loads(text)
@@ -161,6 +164,7 @@ class LocalRuntime:
 
     def hang(self) -> None:
         """The process hangs: no more heartbeats, no more messages (the socket stays open)."""
+        self.runtime.stop_heartbeats()
         for handle in self.runtime.turns.values():
             handle.channel.done.set()
             handle.channel.send_raw = lambda message: None

@@ -41,6 +41,8 @@ import sys
 import threading
 from typing import Any
 
+from agents_contract.protocol import HEARTBEAT_CADENCE_SECONDS
+
 HARNESSES = ("scripted", "codex", "claude_code", "minimax_code")
 NATIVE = ("codex", "claude_code")  # Harnesses this Runtime can run on their real engines
 
@@ -102,7 +104,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--warm-sessions", type=int, default=int(os.environ.get("AGENTS_CORE_WARM_SESSIONS", "4")),
                    help="idle native processes kept warm per Harness (least recently used stop first; "
                         "a stopped Session resumes its native thread on its next Turn)")
-    p.add_argument("--heartbeat", type=float, default=float(os.environ.get("AGENTS_CORE_HEARTBEAT", "5")))
+    p.add_argument("--heartbeat", type=float, metavar="SECONDS",
+                   default=float(os.environ.get("AGENTS_CORE_HEARTBEAT", str(HEARTBEAT_CADENCE_SECONDS))),
+                   help="the connection sends runtime.heartbeat (itself and every Turn it runs, one message) this "
+                        "often, or at the shorter cadence Core's welcome names (a third of its bound); against a Core "
+                        f"that names none, each Turn sends turn.heartbeat this often (default {HEARTBEAT_CADENCE_SECONDS})")
     p.add_argument("--rotation-margin", type=float, metavar="SECONDS",
                    default=float(os.environ.get("AGENTS_CORE_ROTATION_MARGIN", "300")),
                    help="open the next connection this long before the WebSocket API's maximum connection duration "

@@ -23,7 +23,13 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import connect
 
-from agents_contract.protocol import RUNTIME_HELLO, RUNTIME_WELCOME, TYPE
+from agents_contract.protocol import (
+    HEARTBEAT_CADENCE_SECONDS,
+    HEARTBEAT_SECONDS_FIELD,
+    RUNTIME_HELLO,
+    RUNTIME_WELCOME,
+    TYPE,
+)
 
 from .capabilities import declarations
 from .environments.workspace import Workspace
@@ -75,7 +81,8 @@ def websocket_url(url: str) -> str:
 
 
 class RuntimeClient:
-    def __init__(self, url: str, token: str, drivers: dict[str, HarnessDriver], heartbeat_seconds: float = 5.0,
+    def __init__(self, url: str, token: str, drivers: dict[str, HarnessDriver],
+                 heartbeat_seconds: float = HEARTBEAT_CADENCE_SECONDS,
                  workspace: Workspace | None = None, credential_file: str | None = None, hosted: Any = None,
                  egress: Any = None, namespace: Any = None, rotation_margin: float = ROTATION_MARGIN,
                  max_connection_seconds: float | None = None):
@@ -138,8 +145,10 @@ class RuntimeClient:
         socket = connect(websocket_url(self.url), additional_headers={"Authorization": f"Bearer {self.token}"},
                          open_timeout=10, max_size=2**22)
         engines = {h: d.engine for h, d in self.drivers.items()}
+        # heartbeat_seconds: this connection sends runtime.heartbeat (at the cadence the welcome names), so Core
+        # holds it to the bound instead of trusting it until $disconnect (docs/runtime-protocol.md, "Liveness").
         hello: dict[str, Any] = {"action": RUNTIME_HELLO, "harnesses": declarations(list(self.drivers), engines),
-                                 "instance": self.instance}
+                                 "instance": self.instance, HEARTBEAT_SECONDS_FIELD: self.heartbeat_seconds}
         if self.hosted is not None:
             hello["isolation"] = self.hosted.declaration()
         try:

@@ -56,7 +56,9 @@ class TurnChannel:
 
     Delivery is at least once and order tolerant: Core acknowledges cumulatively (`turn.ack` with the
     last seq applied); at most WINDOW observations are in flight, and what stays unacknowledged is sent
-    again. Heartbeats are unnumbered, so no observation traffic ever holds them back."""
+    again. Heartbeats are unnumbered, so no observation traffic ever holds them back. Against a Core whose welcome
+    names a cadence, the Turn's heartbeat rides in its Runtime's `runtime.heartbeat` (`alive`), one message for
+    every Turn of the connection; otherwise the channel sends its own `turn.heartbeat`."""
 
     def __init__(self, start: dict[str, Any], send: Emit, heartbeat_seconds: float = 5.0):
         self.route = {k: start[k] for k in ROUTE}
@@ -65,6 +67,7 @@ class TurnChannel:
         self.seq = 0
         self.acked = 0
         self.heartbeat_seconds = heartbeat_seconds
+        self.per_turn_heartbeats = True  # False once Core said it takes runtime.heartbeat (router.Runtime sets it)
         self.done = threading.Event()
         self._lock = threading.Lock()  # numbering and sending, in order
         self._acks = threading.Condition()
@@ -176,12 +179,18 @@ class TurnChannel:
         self.emit(action, **fields)
         self.done.set()
 
+    @property
+    def alive(self) -> bool:
+        """The Turn runs here (its heartbeats started, its end not reached): `runtime.heartbeat` names it."""
+        return getattr(self, "_beating", False) and not self.done.is_set()
+
     def start_heartbeats(self) -> None:
         if getattr(self, "_beating", False):
             return  # once per Turn (a hosted Turn's beats start before its Environment is prepared)
         self._beating = True
 
         def beat() -> None:
+            last = time.monotonic()
             while True:
                 if self.done.is_set():
                     # Ended: what Core has not acknowledged is still resent, for a while.
@@ -189,11 +198,13 @@ class TurnChannel:
                     if not self.unacknowledged or time.monotonic() - self._done_at > LINGER_SECONDS:
                         return
                     time.sleep(min(1.0, self.heartbeat_seconds))
-                elif not self.done.wait(self.heartbeat_seconds):
-                    try:
-                        self.send_raw({ACTION: TURN_HEARTBEAT, **self.route})
-                    except ConnectionError:
-                        log.warning("heartbeat for %s not sent: not connected", self.turn_id)
+                elif not self.done.wait(min(self.heartbeat_seconds, RESEND_SECONDS)):
+                    if self.per_turn_heartbeats and time.monotonic() - last >= self.heartbeat_seconds * 0.99:
+                        last = time.monotonic()
+                        try:
+                            self.send_raw({ACTION: TURN_HEARTBEAT, **self.route})
+                        except ConnectionError:
+                            log.warning("heartbeat for %s not sent: not connected", self.turn_id)
                 self._resend()
         threading.Thread(target=beat, name=f"heartbeat-{self.turn_id}", daemon=True).start()
 

@@ -16,7 +16,10 @@ from agents_contract.protocol import (
     ENVIRONMENT_IDLE,
     ERROR,
     EXECUTOR_EXPECT,
+    HEARTBEAT_SECONDS_FIELD,
+    MAX_HEARTBEAT_TURNS,
     REF,
+    RUNTIME_HEARTBEAT,
     RUNTIME_WELCOME,
     SEQ,
     TURN_ACK,
@@ -27,6 +30,7 @@ from agents_contract.protocol import (
     TURN_INPUT,
     TURN_START,
     TURN_TOOL_RESULT,
+    TURNS,
     TYPE,
 )
 
@@ -70,6 +74,10 @@ class Runtime:
         self._chunks = Reassembler()
         self._ended: dict[str, None] = {}  # ids of ended Turns whose state was let go, oldest first
         self._held: dict[str, tuple[float, list[dict[str, Any]]]] = {}  # turn id -> (since, messages)
+        # runtime.heartbeat: the cadence Core's welcome named (None: each Turn sends its own turn.heartbeat)
+        self.beat_seconds: Optional[float] = None
+        self._beats_stopped = threading.Event()
+        self._beats: Optional[threading.Thread] = None
 
     def on_message(self, message: dict[str, Any]) -> None:
         whole = self._chunks.feed(message)  # Core sends a message over 128 KB in chunks
@@ -78,6 +86,7 @@ class Runtime:
         message = whole
         kind = message.get(TYPE)
         if kind == RUNTIME_WELCOME:
+            self._liveness(message)
             if self.on_welcome is not None:
                 self.on_welcome(message)  # an enrolled machine keeps its Environment's credential
             self.welcomed.set()
@@ -158,6 +167,7 @@ class Runtime:
             self._forget_ended()
             held = self._held.pop(message["turn_id"], (0.0, []))[1]
             channel = TurnChannel(message, self.send, self.heartbeat_seconds)
+            channel.per_turn_heartbeats = self.beat_seconds is None  # else runtime.heartbeat names it
             self.channels[message["turn_id"]] = channel
             driver = self.drivers.get(message.get("harness", ""))
             try:
@@ -195,6 +205,11 @@ class Runtime:
             self._drop_starting(message["turn_id"])
             return
         channel.emit(TURN_ENVIRONMENT, status="connected", prepared=prepared)
+        from .environments import artifacts  # what the Turn leaves new or changed under /workspace/outputs
+
+        form = (message["environment"].get("hosted") or {}).get("artifacts")
+        baseline = artifacts.scan(str(sandbox.workspace), form)[0]
+        channel.on_complete = lambda: artifacts.publish(str(sandbox.workspace), form, baseline)
         self._run(driver, {**message, "sandbox": sandbox}, channel)
 
     def _stopped(self, session: Any) -> None:
@@ -265,7 +280,44 @@ class Runtime:
         for channel in list(self.channels.values()):
             channel.resend_now()
 
+    # -- liveness: one runtime.heartbeat per cadence for the connection and all its Turns -------------------
+    def _liveness(self, welcome: dict[str, Any]) -> None:
+        """Core's welcome names the cadence (a third of its bound): from now on this connection beats, idle or
+        busy, and each Turn's heartbeat rides in that one message (docs/runtime-protocol.md, "Liveness")."""
+        cadence = welcome.get(HEARTBEAT_SECONDS_FIELD)
+        if isinstance(cadence, bool) or not isinstance(cadence, (int, float)) or cadence <= 0:
+            return  # an older Core: each Turn sends turn.heartbeat
+        self.beat_seconds = float(cadence)  # what the hello asked, or shorter: Core's bound decides
+        for channel in list(self.channels.values()):
+            channel.per_turn_heartbeats = False
+        if self._beats is None:
+            self._beats = threading.Thread(target=self._beat_forever, name="runtime-heartbeat", daemon=True)
+            self._beats.start()
+
+    def _beat_forever(self) -> None:
+        while not self._beats_stopped.wait(self.beat_seconds or self.heartbeat_seconds):
+            self.heartbeat()
+
+    def heartbeat(self) -> int:
+        """One runtime.heartbeat naming every Turn that runs here (several messages past MAX_HEARTBEAT_TURNS);
+        returns the messages sent."""
+        routes = [dict(c.route) for c in list(self.channels.values()) if c.alive]
+        parts = [routes[i:i + MAX_HEARTBEAT_TURNS] for i in range(0, len(routes), MAX_HEARTBEAT_TURNS)] or [[]]
+        sent = 0
+        for part in parts:
+            try:
+                self.send({ACTION: RUNTIME_HEARTBEAT, TURNS: part})
+                sent += 1
+            except ConnectionError:
+                log.info("runtime.heartbeat not sent: not connected")
+                break
+        return sent
+
+    def stop_heartbeats(self) -> None:
+        self._beats_stopped.set()
+
     def close(self) -> None:
+        self.stop_heartbeats()
         for driver in self.drivers.values():
             driver.close()
 

@@ -15,13 +15,14 @@ from agents_contract.protocol import (
     EXECUTOR_ACTIONS,
     EXECUTOR_CONNECTED,
     EXECUTOR_HOST,
+    RUNTIME_HEARTBEAT,
     RUNTIME_HELLO,
     SEQ,
     TURN_ID,
 )
 from agents_core.aws import default_messenger, default_workflow
 from agents_core.observability import logger
-from agents_core.runtimes import connections, dispatch, instances, observations
+from agents_core.runtimes import connections, dispatch, instances, liveness, observations
 from agents_core.store import default_store
 
 
@@ -81,6 +82,10 @@ def handler(event, context):
             _offer_queued(store, connection_id, connections.queued_pools(conn, welcome["harnesses"]))
         elif conn.get("runtime_kind") == "enrolling":
             raise AgentsError("Say runtime.hello first: it spends the enrollment.", param="action")
+        elif action == RUNTIME_HEARTBEAT:  # alive, with the Turns it runs; no answer (a message costs)
+            revived = liveness.beat(store, default_workflow(), connection_id, message)
+            if revived:  # its rows were stale: what queued meanwhile is offered to it, as at a hello
+                _offer_queued(store, connection_id, connections.queued_pools(conn, revived))
         elif action == ENVIRONMENT_IDLE:
             connections.environment_idle(store, connection_id, message)
         elif action in EXECUTOR_ACTIONS:

@@ -143,13 +143,16 @@ def chatty_beside_waiting(stack, client, items: int) -> dict[str, Any]:
     waiting_turn: dict[str, str] = {}
     receive = stack.ws.receive
 
+    def heartbeat(body: str) -> bool:  # a Turn's own turn.heartbeat, or its Runtime's runtime.heartbeat naming it
+        return '"turn.heartbeat"' in body or '"runtime.heartbeat"' in body
+
     def watched(connection_id: str, body: str) -> None:
         conn = stack.ws.connections.get(connection_id)
         if conn is not None and conn.inbox is not None and waiting_turn.get("id") and waiting_turn["id"] in body \
-                and '"turn.heartbeat"' in body:
+                and heartbeat(body):
             with conn.inbox.mutex:
                 queued = [b for b in conn.inbox.queue if b]
-            beats = sum('"turn.heartbeat"' in b for b in queued)
+            beats = sum(heartbeat(b) for b in queued)
             ahead.append(len(queued) - beats)
             heartbeats_ahead.append(beats)
         receive(connection_id, body)

@@ -20,10 +20,28 @@ CALL_ID = "call_id"
 DELIVERY_ID = "delivery_id"  # a delivered message's id: the Runtime applies the first, drops repeats
 OBSERVATIONS_FIELD = "observations"  # a `turn.batch`'s list
 REF = "ref"  # an error frame's: the `seq` of the message it rejects
+TURNS = "turns"  # a `runtime.heartbeat`'s Turns: the routes of the Turns the Runtime runs now
+HEARTBEAT_SECONDS_FIELD = "heartbeat_seconds"  # in runtime.hello (asked for) and runtime.welcome (the cadence)
 
 # The routing fields Core sends in `turn.start` and every observation of the Turn carries back.
 ROUTE = (TENANT, SESSION_ID, TURN_ID)
-FIELDS = (TYPE, ACTION, TENANT, SESSION_ID, TURN_ID, SEQ, CALL_ID, DELIVERY_ID, OBSERVATIONS_FIELD, REF)
+FIELDS = (TYPE, ACTION, TENANT, SESSION_ID, TURN_ID, SEQ, CALL_ID, DELIVERY_ID, OBSERVATIONS_FIELD, REF, TURNS,
+          HEARTBEAT_SECONDS_FIELD)
+
+# ---- liveness (docs/runtime-protocol.md, "Liveness") ---------------------------------------------------
+# A Runtime connection that asked for it in its hello sends one `runtime.heartbeat` every cadence, idle or busy,
+# naming every Turn it runs: one message and one invocation for all of them. Core's bound is the template's
+# HeartbeatSeconds (the Step Functions task heartbeat of each Turn, and the age past which a connection's pool
+# rows are stale and Dispatch passes them by); the welcome tells the Runtime the cadence, a third of the bound.
+HEARTBEAT_CADENCE_SECONDS = 15
+HEARTBEAT_BOUND_SECONDS = 3 * HEARTBEAT_CADENCE_SECONDS  # 45: the template's HeartbeatSeconds default
+MAX_HEARTBEAT_TURNS = 100  # Turns named in one runtime.heartbeat (a Runtime running more sends several)
+# What one runtime.heartbeat costs in AWS (bench/cost.py reads these): one WebSocket message, one Lambda
+# invocation (the runtime gateway), one eventually consistent Query of the connection's declarations, one
+# eventually consistent BatchGetItem of the Turns it names (0.5 RRU per Turn up to 4 KB), one SendTaskHeartbeat
+# per Turn (no charge), and, every other beat, one UpdateItem per declaration (seen_at; the pool row is in GSI1).
+HEARTBEAT_COST = {"websocket_messages": 1, "lambda_invocations": 1, "queries": 1, "rru_per_query": 0.5,
+                  "rru_per_turn": 0.5, "declaration_writes_per_beat": 0.5, "wru_per_declaration_write": 2}
 
 # ---- Core -> Runtime (by `type`) -----------------------------------------------------------------------
 
@@ -43,6 +61,7 @@ DELIVERED = (TURN_INPUT, TURN_TOOL_RESULT, TURN_CANCEL)
 # ---- Runtime -> Core: actions of the connection (by `action`) ------------------------------------------
 
 RUNTIME_HELLO = "runtime.hello"
+RUNTIME_HEARTBEAT = "runtime.heartbeat"  # the connection is alive, and so are the Turns it names
 ENVIRONMENT_IDLE = "environment.idle"  # a hosted Runtime stopped an Environment's idle sandbox
 EXECUTOR_HOST = "executor.host"  # takes exec-server connections at `url` (Core answers with the same type)
 EXECUTOR_CONNECTED = "executor.connected"
@@ -78,5 +97,5 @@ OBSERVATIONS = (TURN_ITEM_ADDED, TURN_OUTPUT_TEXT_DELTA, TURN_ITEM_DONE, TURN_FU
 
 CORE_TO_RUNTIME = frozenset({RUNTIME_WELCOME, TURN_START, *DELIVERED, TURN_ACK, ERROR, CHUNK, EXECUTOR_EXPECT,
                              EXECUTOR_HOST})
-RUNTIME_TO_CORE = frozenset({RUNTIME_HELLO, ENVIRONMENT_IDLE, *EXECUTOR_ACTIONS, TURN_BATCH, *OBSERVATIONS})
+RUNTIME_TO_CORE = frozenset({RUNTIME_HELLO, RUNTIME_HEARTBEAT, ENVIRONMENT_IDLE, *EXECUTOR_ACTIONS, TURN_BATCH, *OBSERVATIONS})
 MESSAGE_TYPES = CORE_TO_RUNTIME | RUNTIME_TO_CORE

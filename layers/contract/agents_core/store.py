@@ -209,10 +209,10 @@ class DynamoStore:
         item = out.get("Item")
         return unmarshal(item) if item else None
 
-    def batch_get(self, keys: list[dict[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
-        """Consistent BatchGetItem (one request for up to 100 keys; unprocessed keys retried)."""
+    def batch_get(self, keys: list[dict[str, str]], consistent: bool = True) -> dict[tuple[str, str], dict[str, Any]]:
+        """BatchGetItem, consistent unless asked (one request for up to 100 keys; unprocessed keys retried)."""
         found: dict[tuple[str, str], dict[str, Any]] = {}
-        pending = {self.table: {"Keys": [marshal(k) for k in keys], "ConsistentRead": True}}
+        pending = {self.table: {"Keys": [marshal(k) for k in keys], "ConsistentRead": consistent}}
         try:
             for _ in range(8):
                 out = self.client.batch_get_item(RequestItems=pending)

@@ -17,6 +17,7 @@ from ..aws import ConnectionGone, Messenger
 from ..environments import placement
 from ..ids import new_id, now
 from ..store import DynamoStore
+from . import liveness
 
 PLACEMENTS = ("environment_none", "local_environment")
 ENGINE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,40}( [A-Za-z0-9_.+\-]{1,40})?")
@@ -147,7 +148,7 @@ def hello(store: DynamoStore, connection_id: str, message: dict[str, Any],
                    "engine": engine_name, "connection_id": connection_id, "capabilities": sorted(advertised),
                    "runtime_kind": kind, "environment_id": env_id, "host_id": conn.get("host_id"),
                    **keys.listed_in_pool(keys.runtime_pool(kind, harness, env_id), now(), connection_id),
-                   "ttl": now() + 2 * 3600})
+                   **liveness.declared(message), "ttl": now() + 2 * 3600})
         served.append(harness)
     return served
 
@@ -160,6 +161,7 @@ def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tu
     if conn is None or conn.get("role") != "runtime":
         raise InvalidRequest("This connection is not a Runtime connection.", param="action")
     _declarations(message)
+    liveness.asked(message)
     host_id = _isolation(message, conn)
     welcome: dict[str, Any] = {"type": protocol.RUNTIME_WELCOME}
     if host_id is not None and conn.get("runtime_kind") != "hosted":
@@ -176,6 +178,7 @@ def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tu
         welcome["credential"] = credential
     welcome["harnesses"] = hello(store, connection_id, message, conn)
     welcome["kind"] = conn.get("runtime_kind") or "shared"
+    welcome.update(liveness.welcome(message))  # the cadence of its runtime.heartbeat, and the bound
     if conn.get("runtime_kind") == "enrolled":
         welcome["environment_id"] = conn["environment_id"]
         environments.mark_connected(store, conn["tenant"], conn["environment_id"], connection_id)
@@ -206,10 +209,13 @@ def eligible_runtimes(store: DynamoStore, harness: str, required: frozenset[str]
                       env_id: Optional[str] = None, host_id: Optional[str] = None) -> list[dict[str, Any]]:
     """The connected Runtimes that may serve a Turn of `where` (placement) and `harness`, whose
     capabilities cover `required` (newest first); for an openai_hosted Environment bound to a host
-    (`host_id`), only that host's connections."""
+    (`host_id`), only that host's connections. A connection whose heartbeats stopped (its pool row's `seen_at`
+    older than the bound: `liveness.fresh`) is never chosen, though its `$disconnect` never came."""
     page = store.query(**keys.runtimes_in_pool(placement.pool_for(where, harness, env_id)), limit=100, ascending=False)
+    at, bound = now(), liveness.bound()
     return [i for i in page.items
-            if placement.may_serve(i.get("runtime_kind"), where, runtime_env=i.get("environment_id"), env_id=env_id)
+            if liveness.fresh(i, at, bound)
+            and placement.may_serve(i.get("runtime_kind"), where, runtime_env=i.get("environment_id"), env_id=env_id)
             and (host_id is None or i.get("host_id") == host_id)
             and capabilities.covers(frozenset(i["capabilities"]), required)]
 
