@@ -6,6 +6,8 @@ An API Gateway proxy event is a request of the REST API; any other event is an o
 records and delivers that occurrence's invocation (agents_core.automations.invocations).
 """
 
+import time
+
 from aws_lambda_powertools.logging import correlation_paths
 
 from agents_core.automations import invocations, manage
@@ -77,8 +79,9 @@ def occurrence(event: dict) -> dict:
     from agents_contract.errors import NotFound
 
     try:
-        result = invocations.invoke(default_store(), event["tenant"], event["automation_id"],
-                                    scheduled_at(event.get("scheduled_time")) or 0)
+        # EventBridge Scheduler always fills the occurrence in; a hand-made event without it is "now"
+        occurred = scheduled_at(event.get("scheduled_time")) or int(time.time())
+        result = invocations.invoke(default_store(), event["tenant"], event["automation_id"], occurred)
     except NotFound:
         logger.info("occurrence of a deleted automation ignored")
         return {"status": "ignored"}

@@ -156,7 +156,7 @@ def test_once_automation_runs_at_and_completes(stack, client, runtime):
         client.beta.agents.automations.update(automation.id, run_at=run_at + 60)
 
 
-@pytest.mark.parametrize("body, param, message", [
+BAD_INPUT = [
     ({"type": "periodic", "name": "x", "expression": "* * * *", "timezone": "UTC", "target": new_session()},
      "expression", "has 4 fields"),
     ({"type": "periodic", "name": "x", "expression": "0 0 1 * 1", "timezone": "UTC", "target": new_session()},
@@ -169,11 +169,15 @@ def test_once_automation_runs_at_and_completes(stack, client, runtime):
      "name", "at least 1"),
     ({"type": "periodic", "name": "x", "expression": "* * * * *", "timezone": "UTC", "target": new_session(),
       "created_by": {"type": "developer"}}, "created_by", "Unknown parameter"),
-])
-def test_bad_input_is_a_400_that_writes_nothing(stack, client, body, param, message):
-    with pytest.raises(openai.BadRequestError) as caught:
-        client.post("/agents/automations", body=body, cast_to=object, options={"headers": {"OpenAI-Beta": "agents=v1"}})
-    assert caught.value.body["param"] == param and message in caught.value.body["message"]
+]
+
+
+def test_bad_input_is_a_400_that_writes_nothing(stack, client):
+    for body, param, message in BAD_INPUT:  # one stack for every case (each stack costs a second)
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.post("/agents/automations", body=body, cast_to=object,
+                        options={"headers": {"OpenAI-Beta": "agents=v1"}})
+        assert caught.value.body["param"] == param and message in caught.value.body["message"], body
     assert items_of(stack) == []
     assert boto3.client("scheduler", region_name="us-east-1").list_schedules(
         GroupName=local_scheduler.GROUP)["Schedules"] == []
@@ -221,3 +225,36 @@ def test_tenants_are_isolated(stack, client):
             call()
     assert other.beta.agents.automations.list().data == []
     assert client.beta.agents.automations.retrieve(automation.id) == automation
+
+
+def test_a_busy_delivery_is_retried_as_the_same_occurrence_and_makes_one_session(stack, client, runtime,
+                                                                                 monkeypatch):
+    """At least once: an occurrence refused for load (429) stays queued and raises, so EventBridge Scheduler
+    retries it; the retry delivers that same invocation and its one Session. A manual run fails instead."""
+    from agents_contract.errors import Unavailable
+    from agents_core import sessions
+    from local.apigw import LambdaContext
+
+    automation = periodic(client, expression="*/5 * * * *", timezone="Europe/Berlin")
+    real_create = sessions.create
+
+    def busy(*args, **kwargs):
+        raise Unavailable()
+
+    monkeypatch.setattr(sessions, "create", busy)
+    payload = {"tenant": "tenant-a", "automation_id": automation.id, "scheduled_time": "2030-01-01T10:05:00Z"}
+    with pytest.raises(Exception, match="busy"):
+        stack.handlers["AutomationsFunction"](payload, LambdaContext("AutomationsFunction"))
+    [queued] = client.beta.agents.automations.invocations.list(automation.id).data
+    assert queued.status == "queued" and queued.session_id is None
+    manual = client.beta.agents.automations.invocations.create(automation.id)
+    assert (manual.status, manual.skip_reason) == ("skipped", "pending_delivery")  # the occurrence is pending
+
+    monkeypatch.setattr(sessions, "create", real_create)
+    stack.handlers["AutomationsFunction"](payload, LambdaContext("AutomationsFunction"))
+    done = client.beta.agents.automations.invocations.retrieve(queued.id, automation_id=automation.id)
+    assert done.status == "completed" and done.session_id.startswith("sess_")
+    assert [s.id for s in client.beta.agents.sessions.list()] == [done.session_id]
+    monkeypatch.setattr(sessions, "create", busy)
+    failed = client.beta.agents.automations.invocations.create(automation.id)
+    assert failed.status == "failed" and failed.error.code == "rate_limit_exceeded"

@@ -88,13 +88,15 @@ def test_endpoint_management_and_the_secret_shown_once(stack, client):
         client.webhooks.retrieve(created.id)
 
 
-@pytest.mark.parametrize("url", ["http://hooks.example.com/x", "ftp://hooks.example.com/x",
-                                 "https://user:pw@hooks.example.com/x", "https://hooks.example.com/x#frag",
-                                 "hooks.example.com/x", "http://127.0.0.1:9/x"])
-def test_bad_endpoint_urls_are_400s_that_write_nothing(stack, client, url):
-    with pytest.raises(openai.BadRequestError) as caught:  # loopback http too: not allowed by default
-        client.webhooks.create(name="x", url=url, event_types=["agent.session.idle"])
-    assert caught.value.body["param"] == "url"
+def test_bad_endpoint_urls_are_400s_that_write_nothing(stack, client):
+    for url in ("http://hooks.example.com/x", "ftp://hooks.example.com/x", "https://user:pw@hooks.example.com/x",
+                "https://hooks.example.com/x#frag", "hooks.example.com/x",
+                "http://127.0.0.1:9/x"):  # loopback http too: not allowed by default
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.webhooks.create(name="x", url=url, event_types=["agent.session.idle"])
+        assert caught.value.body["param"] == "url", url
+        with pytest.raises(openai.BadRequestError):
+            client.webhooks.update("whep_missing", url=url)  # checked before the endpoint is looked up
     with pytest.raises(openai.BadRequestError):
         client.webhooks.create(name="x", url="https://ok.example.com", event_types=["agent.session.nope"])
     assert items_of(stack) == []

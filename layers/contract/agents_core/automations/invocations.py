@@ -107,7 +107,9 @@ def _deliver(store: DynamoStore, tenant: str, automation: dict[str, Any], invoca
 
             results.submit(store, tenant, session_id, _message(target["instructions"]),
                            idempotency_key=invocation["id"])
-    except AgentsError as err:  # a permanent refusal (4xx): the delivery fails, the occurrence is done
+    except AgentsError as err:  # a refusal (4xx): the delivery fails, the occurrence is done
+        if err.status in (429, 503) and invocation.get("scheduled_at") is not None:
+            raise  # over a quota or busy: not permanent; EventBridge Scheduler retries this same occurrence
         logger.info("automation delivery refused", extra={"automation_id": automation["id"], "code": err.code})
         return _finish(store, tenant, automation, invocation, "failed", None,
                        {"code": err.code or err.type, "message": str(err.message)})
