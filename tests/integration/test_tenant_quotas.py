@@ -250,3 +250,22 @@ def test_the_websocket_bucket_takes_its_burst_then_one_request_per_interval(stor
     assert not quotas.take_request(store, "tenant-a", t + 50)
     assert quotas.take_request(store, "tenant-a", t + 100) and not quotas.take_request(store, "tenant-a", t + 100)
     assert [quotas.take_request(store, "tenant-a", t + 10_000) for _ in range(4)] == [True, True, True, False]
+
+
+def test_concurrent_creates_never_run_more_turns_than_the_limit(stack, tenants):
+    from concurrent.futures import ThreadPoolExecutor
+
+    a, _ = tenants  # no Runtime: every admitted Turn stays queued, holding its slot
+
+    def attempt(i):
+        try:
+            create(a, f"say {i}")
+            return "created"
+        except openai.RateLimitError:
+            return "refused"
+
+    with ThreadPoolExecutor(6) as pool:
+        outcomes = list(pool.map(attempt, range(6)))
+    assert sorted(outcomes) == ["created"] * LIMIT + ["refused"] * (6 - LIMIT)
+    assert quotas.running(stack.store, "tenant-a") == LIMIT
+    assert len(a.beta.agents.sessions.list().data) == LIMIT  # a refused create left no Session behind
