@@ -276,7 +276,9 @@ class LocalStack:
         lambdas.install(self.handlers)
         self.scheduler = scheduler.LocalScheduler(boto3.client("scheduler"), self.handlers)
         self._threads.append(self.scheduler.start(interval=1.0))
-        self._threads += [p.start() for p in queues.pollers(boto3.client("sqs"), queue_urls, self.handlers)]
+        # polled 4 times a second (Lambda long-polls; a tighter loop here costs the e2e suite CPU)
+        self._threads += [p.start(interval=0.25) for p in queues.pollers(boto3.client("sqs"), queue_urls,
+                                                                         self.handlers)]
         self.http = apigw.Gateway(self.handlers)
         self.ws = websocket.WebSocketGateway(self.handlers)
         source = template.stream_sources()[0]
