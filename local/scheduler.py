@@ -63,6 +63,7 @@ class LocalScheduler:
         self.client, self.handlers, self.clock = client, handlers, clock
         self.fire_now = os.environ.get("AGENTS_CORE_SCHEDULES_FIRE_NOW", "0") == "1" if fire_now is None else fire_now
         self._last: dict[str, dt.datetime] = {}  # schedule -> the occurrence it last ran
+        self._definitions: dict[tuple[str, Any], dict[str, Any]] = {}  # (name, last modified) -> definition
         self._lock = threading.Lock()
         self._stop = threading.Event()
 
@@ -70,13 +71,17 @@ class LocalScheduler:
         return dt.datetime.fromtimestamp(self.clock(), dt.UTC)
 
     def _schedules(self) -> list[dict[str, Any]]:
+        """The ENABLED schedules, each read again only when it changed (one list call a tick otherwise)."""
         out = []
         for page in self.client.get_paginator("list_schedules").paginate(GroupName=GROUP, State="ENABLED"):
             for summary in page["Schedules"]:
-                try:
-                    out.append(self.client.get_schedule(Name=summary["Name"], GroupName=GROUP))
-                except self.client.exceptions.ResourceNotFoundException:
-                    continue  # deleted meanwhile
+                version = (summary["Name"], summary.get("LastModificationDate"))
+                if version not in self._definitions:
+                    try:
+                        self._definitions[version] = self.client.get_schedule(Name=summary["Name"], GroupName=GROUP)
+                    except self.client.exceptions.ResourceNotFoundException:
+                        continue  # deleted meanwhile
+                out.append(self._definitions[version])
         return out
 
     def _invoke(self, schedule: dict[str, Any], occurrence: dt.datetime) -> bool:
