@@ -80,7 +80,7 @@ def test_only_the_counts_condition_alone_is_the_limit(limit, codes, refused):
 def test_the_usage_identifier_is_the_tenants_alone_and_a_valid_api_key_value():
     a, b = quotas.usage_key("tenant-a"), quotas.usage_key("tenant-b")
     assert a == quotas.usage_key("tenant-a") and a != b
-    assert re.fullmatch(r"[A-Za-z0-9-]{20,128}", a)  # API Gateway: at least 20 characters
+    assert re.fullmatch(r"[A-Za-z0-9]{20,128}", a)  # API Gateway: an alphanumeric value of 20 to 128 characters
     assert "tenant-a" not in a
 
 

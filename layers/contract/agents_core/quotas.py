@@ -121,7 +121,7 @@ def usage_key(tenant: str) -> str:
     """The value of the tenant's API Gateway API key: derived from the tenant, so the authorizer needs no read
     and every key of the tenant shares one usage-plan bucket. Not a secret: with `ApiKeySourceType:
     AUTHORIZER` API Gateway ignores any `x-api-key` a caller sends; only the authorizer names it."""
-    return "agents-core-tenant-" + hashlib.sha256(tenant.encode()).hexdigest()
+    return "agentscore" + hashlib.sha256(tenant.encode()).hexdigest()  # API key values are alphanumeric, 20-128
 
 
 def register_tenant(apigateway: Any, usage_plan_id: str, tenant: str) -> str:
