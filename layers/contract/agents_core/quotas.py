@@ -39,7 +39,8 @@ class RunningTurnsExceeded(Unavailable):
     """429 `rate_limit_exceeded`: the Turn this request would start is over the tenant's running-Turn limit."""
 
     def __init__(self, limit: int) -> None:
-        super().__init__(f"This tenant already runs {limit} Turns at once, its limit; nothing was written. "
+        super().__init__(f"This tenant already runs {limit} Turn{'s' if limit != 1 else ''} at once, its limit; "
+                         "nothing was written. "
                          "Retry once a Turn ends (or cancel one).")
 
 
