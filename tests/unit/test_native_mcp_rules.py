@@ -35,6 +35,12 @@ def test_codex_a_declared_server_changed_in_the_loaded_configuration_fails_the_s
     codex.verify_servers(declared, {"mcp_servers": {label: {**entry, "enabled": True, "tool_timeout_sec": None}}})
 
 
+def test_codex_an_empty_list_codex_omits_is_the_same_declaration():
+    declared = {"mcp_servers": {"files": {**STDIO, "args": [], "env_vars": []}}}
+    loaded = {"mcp_servers": {"files": {k: v for k, v in STDIO.items() if k not in ("args", "env_vars")}}}
+    codex.verify_servers(declared, loaded)
+
+
 def test_codex_a_required_server_not_ready_after_start_or_resume_fails_it_an_optional_one_runs_without():
     """"required: true makes native thread creation and cold resume wait for the server to initialize" (item 10):
     after thread/start and thread/resume alike the session waits for each declared server's startup status."""

@@ -198,7 +198,7 @@ def verify_servers(declared: dict[str, Any], loaded: dict[str, Any]) -> None:
         if got is None:
             raise AdapterError(f"Declared MCP server '{label}' is missing from the loaded Codex configuration.")
         for key in VERIFIED_KEYS:
-            if entry.get(key) != got.get(key):
+            if (entry.get(key) or None) != (got.get(key) or None):  # Codex omits an empty list or table
                 raise AdapterError(f"Declared MCP server '{label}' changed '{key}' in the loaded Codex configuration.")
         if got.get("bearer_token") or got.get("oauth"):
             raise AdapterError(f"MCP server '{label}' has a stored native credential; Core credentials only.")
