@@ -173,9 +173,17 @@ class TurnChannel:
             return len(self._unacked)
 
     def finish(self, action: str, **fields: Any) -> None:
-        """The Turn's terminal observation (turn.completed / failed / cancelled), sent once."""
+        """The Turn's terminal observation (turn.completed / failed / cancelled), sent once. A completed hosted
+        Turn publishes its outputs first (`on_complete`: runtime/environments/artifacts.py) and lists them."""
         if self.done.is_set():
             return
+        on_complete = getattr(self, "on_complete", None)
+        if action == "turn.completed" and on_complete is not None:
+            self.on_complete = None
+            try:
+                fields = {**fields, **on_complete()}
+            except Exception:  # noqa: BLE001 - publication never keeps a Turn from completing
+                log.exception("turn %s: publishing its outputs failed", self.turn_id)
         self.emit(action, **fields)
         self.done.set()
 

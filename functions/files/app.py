@@ -1,9 +1,10 @@
-"""The Files API and Uploads (`client.files`, `client.uploads`): an ASGI app.
+"""The Files API, Uploads and Session artifacts (`client.files`, `client.uploads`,
+`client.beta.agents.sessions.artifacts`): an ASGI app.
 
 In AWS the AWS Lambda Web Adapter runs it (run.sh) and API Gateway invokes the function with
 InvokeWithResponseStream, so a file's content streams from S3 to the caller without Lambda's 6 MB buffered
-response limit; the local stack serves this same app behind its gateway. These routes are not beta: the SDK
-sends no `OpenAI-Beta` header on them. Logic: agents_core.files.
+response limit; the local stack serves this same app behind its gateway. Files and Uploads are not beta: the SDK
+sends no `OpenAI-Beta` header on them (artifacts need it). Logic: agents_core.files.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from starlette.routing import Route
 
 from agents_contract import jsonutil
 from agents_contract.errors import AgentsError, ServerError
-from agents_core.files import records, uploads
+from agents_core.files import artifacts, records, uploads
 from agents_core.files.objects import default_objects
 from agents_core.observability import logger
+from agents_core.pagination import list_params
 from agents_core.store import default_store
 from agents_core.transport import asgi
 from agents_core.transport.request import parse_body
@@ -33,11 +35,12 @@ def _json(status: int, body: Any) -> Response:
     return Response(jsonutil.dumps(body), status_code=status, media_type="application/json")
 
 
-def route(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """The caller's tenant (no beta header), then the handler; domain errors become the official envelope."""
+def route(handler: Handler, beta: bool = False) -> Callable[[Request], Awaitable[Response]]:
+    """The caller's tenant (the beta header only on `client.beta` routes), then the handler; domain errors become
+    the official envelope."""
     async def endpoint(request: Request) -> Response:
         try:
-            tenant = asgi.caller(request, beta_required=False)
+            tenant = asgi.caller(request, beta_required=beta)
             result = await handler(request, tenant)
         except AgentsError as err:
             return asgi.error(err)
@@ -96,6 +99,28 @@ async def cancel_upload(request: Request, tenant: str) -> Any:
                                    request.path_params["upload_id"])
 
 
+async def list_artifacts(request: Request, tenant: str) -> Any:
+    query = dict(request.query_params)
+    return await run_in_threadpool(artifacts.list_page, default_store(), tenant, request.path_params["session_id"],
+                                   list_params(query), query)
+
+
+async def retrieve_artifact(request: Request, tenant: str) -> Any:
+    return await run_in_threadpool(artifacts.retrieve, default_store(), tenant, request.path_params["session_id"],
+                                   request.path_params["artifact_id"])
+
+
+async def artifact_content(request: Request, tenant: str) -> Any:
+    size, chunks = await run_in_threadpool(artifacts.content, default_store(), default_objects(), tenant,
+                                           request.path_params["session_id"], request.path_params["artifact_id"])
+    return StreamingResponse(chunks, media_type="application/octet-stream", headers={"content-length": str(size)})
+
+
+async def delete_artifact(request: Request, tenant: str) -> Any:
+    return await run_in_threadpool(artifacts.delete, default_store(), default_objects(), tenant,
+                                   request.path_params["session_id"], request.path_params["artifact_id"])
+
+
 async def healthz(request: Request) -> Response:
     return Response("ok")  # the Lambda Web Adapter's readiness check
 
@@ -110,5 +135,12 @@ app = asgi.serve(Starlette(routes=[
     Route("/v1/uploads/{upload_id}/parts", route(add_part), methods=["POST"]),
     Route("/v1/uploads/{upload_id}/complete", route(complete_upload), methods=["POST"]),
     Route("/v1/uploads/{upload_id}/cancel", route(cancel_upload), methods=["POST"]),
+    Route("/v1/agents/sessions/{session_id}/artifacts", route(list_artifacts, beta=True), methods=["GET"]),
+    Route("/v1/agents/sessions/{session_id}/artifacts/{artifact_id}", route(retrieve_artifact, beta=True),
+          methods=["GET"]),
+    Route("/v1/agents/sessions/{session_id}/artifacts/{artifact_id}", route(delete_artifact, beta=True),
+          methods=["DELETE"]),
+    Route("/v1/agents/sessions/{session_id}/artifacts/{artifact_id}/content", route(artifact_content, beta=True),
+          methods=["GET"]),
     Route("/healthz", healthz, methods=["GET"]),
 ], exception_handlers={404: asgi.not_found, 405: asgi.not_found}))

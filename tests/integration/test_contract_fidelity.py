@@ -293,10 +293,6 @@ def _not_built_calls(c, session_id):
         "automations.invocations.retrieve": lambda: a.automations.invocations.retrieve("inv_1",
                                                                                         automation_id="auto_1"),
         "automations.invocations.list": lambda: a.automations.invocations.list("auto_1"),
-        "sessions.artifacts.retrieve": lambda: a.sessions.artifacts.retrieve("art_1", session_id=session_id),
-        "sessions.artifacts.list": lambda: a.sessions.artifacts.list(session_id),
-        "sessions.artifacts.delete": lambda: a.sessions.artifacts.delete("art_1", session_id=session_id),
-        "sessions.artifacts.content": lambda: a.sessions.artifacts.content("art_1", session_id=session_id),
         "sessions.traces.list": lambda: a.sessions.traces.list(session_id),
     }
 
@@ -313,7 +309,7 @@ def test_every_sdk_resource_not_built_answers_a_clear_400_and_writes_nothing(cli
         assert "not supported by this deployment yet" in body["message"] and body["param"] is None, name
         assert err.value.response.headers["x-should-retry"] == "false"
     assert scan(aws) == before
-    assert len(calls) == 22  # environments.create, .retrieve and .list, the six Subagent reads and Vaults are built
+    assert len(calls) == 18  # environments.create, .retrieve and .list, the six Subagent reads and Vaults are built
 
 
 def test_not_built_resources_are_named_in_the_readme():

@@ -125,6 +125,9 @@ EXAMPLES = [
     ("upload", (T, "upload_1"), {"PK": "T#tenant-a#UPLOAD#upload_1", "SK": "U"}),
     ("upload_part", (T, "upload_1", "part_1"), {"PK": "T#tenant-a#UPLOAD#upload_1", "SK": "PART#part_1"}),
     ("parts_of_upload", (T, "upload_1"), {"pk": "T#tenant-a#UPLOAD#upload_1", "sk_prefix": "PART#"}),
+    ("artifact_sk", ("art_1",), "ARTIFACT#art_1"),
+    ("artifact", (T, S, "art_1"), {"PK": "T#tenant-a#SESSION#sess_1", "SK": "ARTIFACT#art_1"}),
+    ("artifacts_of_session", (T, S), {"pk": "T#tenant-a#SESSION#sess_1", "sk_prefix": "ARTIFACT#"}),
 ]
 # What reads a key back rather than builds one
 READERS = {"address", "sort_key", "list_position", "item_position", "runtime_item_id", "is_call",
@@ -197,8 +200,6 @@ def _dynamodb_statements():
                 if not any(a.startswith("dynamodb:") for a in actions):
                     continue
                 resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-                if resources == [{"Fn::GetAtt": ["Table", "StreamArn"]}]:
-                    continue  # stream reads (the outbox DLQ's redrive) touch no item key
                 table = {"Fn::GetAtt": ["Table", "Arn"]} in resources
                 index = {"Fn::Sub": "${Table.Arn}/index/GSI1"} in resources
                 assert table or index, f"{name}: a DynamoDB grant on neither the table nor GSI1"

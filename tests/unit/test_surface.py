@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 TEMPLATES = "Environment templates (client.beta.agents.environments.templates)"
 FILES = "Environment files (client.beta.agents.environments.files)"
-ARTIFACTS = "Artifacts (client.beta.agents.sessions.artifacts)"
 TRACES = "Traces (client.beta.agents.sessions.traces)"
 
 
@@ -25,8 +24,6 @@ TRACES = "Traces (client.beta.agents.sessions.traces)"
     ("GET", "/v1/agents/environments/templates/tmpl_1", TEMPLATES),  # not the Environment `templates`
     ("POST", "/v1/agents/environments/env_1/files", FILES),
     ("DELETE", "/v1/agents/environments/env_1/files/file_1", FILES),
-    ("GET", "/v1/agents/sessions/sess_1/artifacts", ARTIFACTS),
-    ("GET", "/v1/agents/sessions/sess_1/artifacts/art_1/content", ARTIFACTS),
     ("GET", "/v1/agents/sessions/sess_1/traces", TRACES),
     ("get", "/v1/agents/sessions/sess_1/traces/tr_1", TRACES),  # the method is shown upper case
 ])
@@ -46,6 +43,8 @@ def test_a_resource_not_built_is_a_400_unsupported_resource(method, path, name):
     ("GET", "/v1/agents/sessions/sess_1"),
     ("POST", "/v1/agents/sessions/sess_1/events"),
     ("GET", "/v1/agents/sessions/sess_1/subagents"),
+    ("GET", "/v1/agents/sessions/sess_1/artifacts"),  # built (issue 38): the files function serves them
+    ("GET", "/v1/agents/sessions/sess_1/artifacts/art_1/content"),
     ("GET", "/v1/agents/sessions//traces"),  # no Session id
     ("GET", "/v1/agents/sessions/a/b/traces"),  # not a Session's traces
     ("GET", "/v1/agents/agent_automations"),

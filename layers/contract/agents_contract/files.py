@@ -25,6 +25,12 @@ MAX_PARTS = 10_000
 MAX_FILENAME_BYTES = 255
 UPLOAD_TTL_SECONDS = 3600  # an Upload not completed within an hour expires (as officially)
 FILES_LIST_MAX = 10_000  # files.list: limit 1..10,000, default 10,000
+# Session artifacts: what one completed hosted Turn may publish from /workspace/outputs (more is reported on the
+# Turn as x_agents_core.artifacts_skipped, never silently dropped).
+OUTPUTS = "/workspace/outputs"
+MAX_ARTIFACT_BYTES = 100 * MiB
+MAX_ARTIFACTS_PER_TURN = 50  # one row each in the completion's transaction (at most 100 writes)
+MAX_ARTIFACT_BYTES_PER_TURN = 1024 * MiB
 
 SUPPORTED_PURPOSES = ("user_data",)
 KNOWN_PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
@@ -158,3 +164,20 @@ def files_list_params(query: dict[str, str]) -> tuple[Optional[str], int, bool, 
     if order not in ("asc", "desc"):
         raise InvalidRequest(f"Invalid value: '{order}'. Supported values are: 'asc' and 'desc'.", param="order")
     return query.get("after") or None, limit, order == "asc", query.get("purpose") or None
+
+
+def artifact_resource(record: dict[str, Any]) -> dict[str, Any]:
+    """The official SessionArtifact."""
+    return {"id": record["id"], "object": "agent.session.artifact", "session_id": record["session_id"],
+            "turn_id": record["turn_id"], "environment_id": record["environment_id"], "path": record["path"],
+            "size_bytes": record["size_bytes"], "created_at": record["created_at"]}
+
+
+def artifact_path(value: Any) -> Optional[str]:
+    """A published file's absolute path: a regular file under /workspace/outputs (None when it is not one)."""
+    if not isinstance(value, str) or not value.startswith(OUTPUTS + "/") or "\x00" in value or len(value) > 4096:
+        return None
+    parts = value[len(OUTPUTS) + 1:].split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return None
+    return value

@@ -577,3 +577,20 @@ def upload_part(tenant: str, upload_id: str, part_id: str) -> Key:
 
 def parts_of_upload(tenant: str, upload_id: str) -> Range:
     return {"pk": upload_partition(tenant, upload_id), "sk_prefix": _UPLOAD_PART}
+
+
+# ---- Session artifacts (agents_core/files/artifacts.py): in the Session's partition ------------------
+
+_ARTIFACT = "ARTIFACT#"
+
+
+def artifact_sk(artifact_id: str) -> str:
+    return f"{_ARTIFACT}{artifact_id}"
+
+
+def artifact(tenant: str, session_id: str, artifact_id: str) -> Key:
+    return _key(session_partition(tenant, session_id), artifact_sk(artifact_id))
+
+
+def artifacts_of_session(tenant: str, session_id: str) -> Range:
+    return {"pk": session_partition(tenant, session_id), "sk_prefix": _ARTIFACT}

@@ -222,8 +222,12 @@ def delete(store: DynamoStore, tenant: str, session_id: str) -> dict[str, Any]:
             time.sleep(0.01 * (2 ** attempt))  # a commit landed meanwhile: decide again
     else:
         raise Unavailable()
+    from .files import artifacts  # its artifacts' bytes go with it (their rows are in its partition)
+
+    published = artifacts.object_keys(store, tenant, session_id)
     store.delete_partition(keys.session_partition(tenant, session_id))
     environments.delete_for_session(store, tenant, session_id)
+    artifacts.forget_session(tenant, published)
     return {"id": session_id, "object": "agent.session.deleted", "deleted": True}
 
 

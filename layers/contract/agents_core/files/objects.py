@@ -41,6 +41,15 @@ def part_key(tenant: str, upload_id: str, part_id: str) -> str:
     return f"uploads/{_tenant(tenant)}/{upload_id}/{part_id}"
 
 
+def artifact_prefix(tenant: str, session_id: str, turn_id: str) -> str:
+    """Where a completed Turn's artifacts are uploaded (the Runtime names each object under it)."""
+    return f"artifacts/{_tenant(tenant)}/{session_id}/{turn_id}/"
+
+
+def session_artifacts_prefix(tenant: str, session_id: str) -> str:
+    return f"artifacts/{_tenant(tenant)}/{session_id}/"
+
+
 def _domain(exc: ClientError) -> AgentsError:
     code = exc.response.get("Error", {}).get("Code", "")
     if code in ("NoSuchKey", "404", "NotFound"):
@@ -89,6 +98,23 @@ class ObjectStore:
         """A URL that reads this one object for `seconds` (signed with the caller's role: no other access)."""
         return self.client.generate_presigned_url("get_object", Params={"Bucket": self.bucket, "Key": key},
                                                   ExpiresIn=seconds)
+
+    def presigned_post(self, prefix: str, max_bytes: int, seconds: int) -> dict[str, Any]:
+        """A form that uploads objects under `prefix` only, each at most `max_bytes`, for `seconds` (signed with
+        the caller's role): `{url, fields}`, the object's key in the `key` field."""
+        post = self.client.generate_presigned_post(
+            self.bucket, prefix + "${filename}", ExpiresIn=seconds,
+            Conditions=[["starts-with", "$key", prefix], ["content-length-range", 0, max_bytes]])
+        return {"url": post["url"], "fields": {k: v for k, v in post["fields"].items() if k != "key"}}
+
+    def size(self, key: str) -> Optional[int]:
+        """The object's size, or None when there is none."""
+        try:
+            return int(self.client.head_object(Bucket=self.bucket, Key=key)["ContentLength"])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise _domain(exc) from exc
 
     def delete(self, keys: list[str]) -> None:
         """Best effort after the metadata is gone: what remains is unreachable and logged."""

@@ -203,7 +203,7 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
     return {
         "type": protocol.TURN_START, "tenant": tenant, "session_id": session_id, "turn_id": turn_id,
         "harness": snapshot.harness, "impersonate": snapshot.impersonate,
-        "agent": agent, "environment": _environment(store, tenant, session_id, snapshot.environment),
+        "agent": agent, "environment": _environment(store, tenant, session_id, snapshot.environment, turn_id),
         "input": items,
         "execution_controls": {
             "output_format": agent["text"]["format"],
@@ -215,16 +215,20 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
     }
 
 
-def _environment(store: DynamoStore, tenant: str, session_id: str, environment: dict[str, Any]) -> dict[str, Any]:
+def _environment(store: DynamoStore, tenant: str, session_id: str, environment: dict[str, Any],
+                 turn_id: str) -> dict[str, Any]:
     """The Session's placement; an openai_hosted one with its id and its preparation (files, packages,
     setup commands, env, network), read from the Environment: the Runtime prepares it once, on its disk."""
     if environment.get("type") != "openai_hosted":
         return environment
     env_id = placement.session_environment_id(session_id, environment)
+    from ..files import artifacts
     from ..files import environment as environment_files  # file_id entries: presigned URLs of the tenant's Files
 
     preparation = environment_files.deliver(store, tenant, environments.preparation(store, tenant, env_id))  # type: ignore[arg-type]
-    return {**environment, "id": env_id, "hosted": preparation}
+    # the Turn's outputs: a form that uploads under this Turn's artifact prefix only (files/artifacts.py)
+    upload = artifacts.upload_form(tenant, session_id, turn_id, get_settings().turn_timeout_seconds)
+    return {**environment, "id": env_id, "hosted": {**preparation, "artifacts": upload}}
 
 
 def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str, turn_id: str,

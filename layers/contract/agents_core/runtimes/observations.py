@@ -558,6 +558,10 @@ def _terminal(status: str):
         out.terminal, out.token = status, turn.task_token
         turn.set(closing=status)  # later observations of the Turn are ignored
         draft.dirty = True
+        if status == "completed":  # a hosted Turn's outputs, published in its completion's commit
+            from ..files import artifacts
+
+            artifacts.publish(draft, turn, msg)
         error = msg.get("error")
         if status == "failed" and isinstance(error, dict) and isinstance(error.get("message"), str):
             # What the Harness reported (e.g. an MCP server that failed verification), readable on the
