@@ -14,6 +14,7 @@ streamable-HTTP MCP server (python `mcp`) that records what reached it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import socket
@@ -39,6 +40,7 @@ class Recorder:
     def __init__(self, app):
         self.app = app
         self.down = False
+        self.slow = 0.0  # seconds an `initialize` waits before it is answered
         self.seen: list[dict] = []
 
     async def __call__(self, scope, receive, send):
@@ -60,6 +62,8 @@ class Recorder:
                           "bearer": headers.get(b"authorization", b"").decode() == f"Bearer {TOKEN}",
                           "method": rpc.get("method") if isinstance(rpc, dict) else None,
                           "tool": ((rpc.get("params") or {}).get("name") if isinstance(rpc, dict) else None)})
+        if self.slow and self.seen[-1]["method"] == "initialize":
+            await asyncio.sleep(self.slow)
         if self.down:
             await send({"type": "http.response.start", "status": 503, "headers": [(b"content-type", b"text/plain")]})
             await send({"type": "http.response.body", "body": b"down"})
@@ -224,6 +228,24 @@ def test_codex_a_required_server_down_at_cold_resume_fails_that_start_and_histor
     assert terminal(run_turn(codex_driver, start, "turn_3", f"answer {third}"))["action"] == "turn.completed"
     resumed = with_marker(provider, third, "input")[0]
     assert first in json.dumps(resumed["input"])  # the retained history still holds the first Turn
+
+
+def test_codex_a_cold_resume_waits_for_a_slow_server_before_the_first_turn(codex_driver, provider, server, tmp_path):
+    """"required: true makes native thread creation and cold resume wait for the server to initialize"; an
+    optional server is waited for too (bounded), so the first Turn after a resume has its tools."""
+    start = start_of("codex", "gpt-5.5", [http("tickets", server.base + "/tickets/mcp")], str(tmp_path),
+                     f"sess_{uuid.uuid4().hex[:12]}")
+    start["environment"] = {"type": "none"}  # (on a workspace Codex defers MCP tools behind its tool search)
+    assert terminal(run_turn(codex_driver, start, "turn_1", "answer first"))["action"] == "turn.completed"
+    session = codex_driver.sessions[start["session_id"]]
+    wait_for(lambda: not session.alive, timeout=15)
+    marker = f"after resume {uuid.uuid4().hex[:8]}"
+    server.slow = 1.5
+    try:
+        assert terminal(run_turn(codex_driver, start, "turn_2", f"answer {marker}"))["action"] == "turn.completed"
+    finally:
+        server.slow = 0.0
+    assert "mcp__tickets.lookup" in offered(with_marker(provider, marker, "input")[0], "codex")
 
 
 # ---- headers beside the bearer, allowed_tools, the offered set (items 8, 11, 12, 18; Codex also item 1) ---------
