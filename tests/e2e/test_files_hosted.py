@@ -1,0 +1,47 @@
+"""Files in and out of a hosted Environment on the local stack (issue 38), with the official SDK, real Codex in a
+bubblewrap sandbox on the reference hosted Runtime, and the scripted model provider: a File uploaded through the
+API is placed by id at preparation (the Runtime downloads it from the moto server's presigned URL), the Turn's
+shell copies it to /workspace/outputs/report.txt, and the completed Turn publishes it as an artifact (the Runtime
+uploads it through its Turn's form) whose bytes equal the File's; another tenant's ids are 404."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import openai
+import pytest
+
+from tests.e2e.conftest import tenant_client
+from tests.e2e.test_hosted_environments import finished, hosted_runtime  # noqa: F401 - the module's host
+
+pytestmark = pytest.mark.e2e
+
+
+def test_a_file_by_id_is_read_by_the_turn_and_its_report_is_published(local_stack, hosted_runtime, tmp_path):
+    client, other = tenant_client(local_stack, "files-alice"), tenant_client(local_stack, "files-bob")
+    data = b"id,total\n1,42\n2,58\n"
+    uploaded = client.files.create(file=("orders.csv", data), purpose="user_data")
+    shell = "mkdir -p /workspace/outputs && cp /workspace/in/orders.csv /workspace/outputs/report.txt"
+    session = client.beta.agents.sessions.create(
+        environment={"type": "openai_hosted",
+                     "files": [{"type": "file_id", "file_id": uploaded.id, "path": "/workspace/in/orders.csv"}]},
+        agent={"model": "gpt-5"}, extra_body={"x_agents_core": {"harness": "codex"}},
+        input=f"call exec_command {json.dumps({'cmd': shell})}\nsay Reported.")
+    turn = finished(client, session.id)
+    assert turn.status == "completed", (turn.model_extra, hosted_runtime.stderr.read_text()[-3000:])
+    assert (hosted_runtime.workspace(session.environment.id) / "in" / "orders.csv").read_bytes() == data
+    artifacts = client.beta.agents.sessions.artifacts
+    [artifact] = artifacts.list(session.id).data
+    assert (artifact.path, artifact.size_bytes, artifact.turn_id) == ("/workspace/outputs/report.txt", len(data),
+                                                                      turn.id)
+    assert artifacts.content(artifact.id, session_id=session.id).content == data
+    target = tmp_path / "report.txt"
+    artifacts.for_result(types.SimpleNamespace(session_id=session.id, turn_id=turn.id)).download(
+        "/workspace/outputs/report.txt", to=target)
+    assert target.read_bytes() == data
+    for call in (lambda: other.files.retrieve(uploaded.id), lambda: other.files.content(uploaded.id),
+                 lambda: other.beta.agents.sessions.artifacts.list(session.id),
+                 lambda: other.beta.agents.sessions.artifacts.content(artifact.id, session_id=session.id)):
+        with pytest.raises(openai.NotFoundError):
+            call()
