@@ -203,8 +203,9 @@ def requests(service: str, operation: str, params: Mapping[str, Any], tokens: Ma
         return [("execute-api:ManageConnections",
                  f"arn:aws:execute-api:{_R}:{_A}:{LOCAL_WS_API}/{stage}/{method}/@connections/{params['ConnectionId']}",
                  {})]
-    if service == "dynamodbstreams":
-        return [(f"dynamodb:{operation}", params.get("StreamArn") or "*", {})]
+    if service == "dynamodbstreams":  # GetRecords names no stream: its shard iterator begins with the stream's ARN
+        arn = params.get("StreamArn") or (params.get("ShardIterator") or "").split("|", 1)[0]
+        return [(f"dynamodb:{operation}", arn if arn.startswith("arn:") else "*", {})]
     if service == "sqs":
         url = params.get("QueueUrl") or ""
         # a batch action is authorized as its single action (SendMessageBatch is sqs:SendMessage)

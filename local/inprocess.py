@@ -67,6 +67,8 @@ class InProcessStack:
         self._saved_env["WEBHOOK_QUEUE_URL"] = os.environ.get("WEBHOOK_QUEUE_URL")
         self.sqs = boto3.client("sqs", region_name=template.REGION)
         self.queue_urls = queues.create_queues(self.sqs)
+        self._saved_env["OUTBOX_DLQ_URL"] = os.environ.get("OUTBOX_DLQ_URL")
+        os.environ["OUTBOX_DLQ_URL"] = self.queue_urls["OutboxDeadLetterQueue"]  # the redrive function's queue
         os.environ["WEBSOCKET_URL"] = "ws://in-process.invalid"  # no socket: the gateway is called directly
         reset_caches()
         self.handlers = handlers or apigw.load_handlers()
@@ -83,7 +85,9 @@ class InProcessStack:
         source = template.stream_sources()[0]
         self.poller = streams.StreamPoller(streams_client, streams.stream_arn(self.dynamodb, table),
                                            self.handlers[source.function], source,
-                                           context_factory=lambda: apigw.LambdaContext(source.function))
+                                           context_factory=lambda: apigw.LambdaContext(source.function),
+                                           on_failure=streams.dead_letter_sender(self.sqs, self.queue_urls,
+                                                                                 source.function))
         self._thread: Optional[threading.Thread] = None
 
     @property

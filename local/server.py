@@ -271,6 +271,7 @@ class LocalStack:
         from . import queues  # SQS queues and their event sources (the webhook deliveries)
 
         queue_urls = queues.create_queues(boto3.client("sqs"))
+        os.environ["OUTBOX_DLQ_URL"] = queue_urls["OutboxDeadLetterQueue"]  # the redrive function's queue
         reset_caches()
         self.handlers = apigw.load_handlers()
         lambdas.install(self.handlers)
@@ -285,7 +286,9 @@ class LocalStack:
         self.poller = streams.StreamPoller(boto3.client("dynamodbstreams"),
                                            streams.stream_arn(dynamodb, config.table),
                                            self.handlers[source.function], source,
-                                           context_factory=lambda: apigw.LambdaContext(source.function))
+                                           context_factory=lambda: apigw.LambdaContext(source.function),
+                                           on_failure=streams.dead_letter_sender(boto3.client("sqs"), queue_urls,
+                                                                                 source.function))
         self._threads.append(self.poller.start(interval=0.01))
         from agents_core.apikeys import create_key
         from agents_core.runtimes.connections import create_runtime_token

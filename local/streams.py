@@ -6,6 +6,7 @@ MaximumRetryAttempts."""
 from __future__ import annotations
 
 import base64
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -58,6 +59,8 @@ class StreamPoller:
     source: template.StreamSource
     context_factory: Callable[[], Any] = lambda: None
     failures: list[dict[str, Any]] = field(default_factory=list)  # records that exhausted retries
+    # the on-failure destination (`dead_letter_sender`: the template's queue), told as Lambda tells it
+    on_failure: Optional[Callable[[dict[str, Any]], None]] = None
     _iterators: dict[str, str] = field(default_factory=dict)
     _pending: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _attempts: dict[str, int] = field(default_factory=dict)
@@ -128,6 +131,8 @@ class StreamPoller:
                 limit = self.source.max_retries
                 if limit >= 0 and self._attempts[head] > limit:
                     self.failures.append(queue.pop(0))  # the on-failure destination
+                    if self.on_failure is not None:
+                        self.on_failure(failure_record(self.failures[-1], self.stream_arn, shard, self._attempts[head]))
                     continue
                 break  # retried on the next pump
         self.delivered += delivered
@@ -169,6 +174,25 @@ class StreamPoller:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+
+
+def failure_record(record: dict[str, Any], arn: str, shard: str, attempts: int) -> dict[str, Any]:
+    """What Lambda sends a DynamoDB stream's on-failure destination: where the failed batch was, not the record."""
+    sequence = record["dynamodb"]["SequenceNumber"]
+    return {"requestContext": {"condition": "RetryAttemptsExhausted", "approximateInvokeCount": attempts},
+            "responseContext": {"statusCode": 200, "functionError": "Unhandled"}, "version": "1.0",
+            "DDBStreamBatchInfo": {"shardId": shard, "startSequenceNumber": sequence, "endSequenceNumber": sequence,
+                                   "batchSize": 1, "streamArn": arn}}
+
+
+def dead_letter_sender(sqs: Any, queue_urls: dict[str, str], function: str) -> Optional[Callable[[dict[str, Any]], None]]:
+    """The function's DynamoDB event's OnFailure SQS destination (template.yaml), as a sender of failure records."""
+    for event in (template.resources("AWS::Serverless::Function")[function]["Properties"].get("Events") or {}).values():
+        destination = ((event["Properties"].get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
+        if event["Type"] == "DynamoDB" and isinstance(destination, dict) and "Fn::GetAtt" in destination:
+            url = queue_urls[destination["Fn::GetAtt"][0]]
+            return lambda body: sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))
+    return None
 
 
 def stream_arn(dynamodb: Any, table: str) -> Optional[str]:

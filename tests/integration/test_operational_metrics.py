@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 
 from agents_core import metrics
 from agents_core.keys import call as call_key
+from local.apigw import LambdaContext
 from local.inprocess import wait_for
 from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
 from tests.integration.test_faults import flaky
@@ -120,3 +121,32 @@ def test_an_outbox_record_that_keeps_failing_is_counted_at_each_attempt_until_th
     lines = named(emf(), metrics.OUTBOX_RECORDS_FAILED)
     assert len(lines) == attempts and all(line["kind"] == "outbox" for line in lines)
     no_identifier_in(lines, "tenant-a", "sess_x")
+
+
+def test_the_redrive_hands_a_dead_lettered_record_to_the_stream_consumer_again(stack, emf, monkeypatch):
+    """The local poller sends an exhausted record to the outbox DLQ as Lambda does (where the batch was, not the
+    record); the redrive function reads it back from the stream and the consumer handles it, and the message goes
+    (tests/unit/test_outbox_redrive.py: the failed and expired outcomes)."""
+    from agents_core import outbox
+
+    real, handled = outbox.process, []
+    monkeypatch.setattr("agents_core.outbox.process", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("down")))
+    stack.dynamodb.put_item(TableName=stack.table, Item={
+        "PK": {"S": "T#tenant-a#SESSION#sess_r"}, "SK": {"S": "OUT#000000000001"}, "tenant": {"S": "tenant-a"},
+        "session_id": {"S": "sess_r"}, "seq": {"N": "1"}, "events": {"S": "[]"}})
+    queue = stack.queue_urls["OutboxDeadLetterQueue"]
+
+    def waiting():
+        return int(stack.sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessages"])[
+            "Attributes"]["ApproximateNumberOfMessages"])
+
+    wait_for(lambda: waiting() == 1, timeout=30)
+    body = json.loads(stack.sqs.receive_message(QueueUrl=queue, VisibilityTimeout=0)["Messages"][0]["Body"])
+    assert body["DDBStreamBatchInfo"]["startSequenceNumber"] and body["requestContext"]["condition"] == \
+        "RetryAttemptsExhausted"
+    monkeypatch.setattr("agents_core.outbox.process", lambda image, *a: handled.append(image) or real(image, *a))
+    emf()
+    counts = stack.handlers["OutboxRedriveFunction"]({}, LambdaContext("OutboxRedriveFunction"))
+    assert counts == {"redriven": 1, "failed": 0, "expired": 0} and waiting() == 0
+    assert [(i["session_id"], i["seq"]) for i in handled] == [("sess_r", 1)]
+    assert [line["outcome"] for line in named(emf(), metrics.DLQ_REDRIVES)] == ["redriven"]

@@ -35,6 +35,7 @@ FUNCTION_ROUND_TRIP = "FunctionRoundTrip"  # ms from the required action to the 
 RUNTIME_CONNECTIONS = "RuntimeConnections"  # WebSocket connections accepted at $connect, by kind
 REJECTED_REQUESTS = "RejectedRequests"  # 4xx answers of the public API, by error code
 OUTBOX_RECORDS_FAILED = "OutboxRecordsFailed"  # an outbox record the stream consumer failed (retried, then DLQ)
+DLQ_REDRIVES = "DlqRedrives"  # an outbox DLQ message redriven (agents_core/outbox_redrive.py), by outcome
 
 ENDED = {"completed": TURNS_COMPLETED, "failed": TURNS_FAILED, "cancelled": TURNS_CANCELLED}
 DIMENSIONS = ("service", "harness", "placement", "outcome", "reason", "kind", "code")
@@ -82,6 +83,10 @@ def runtime_connected(kind: str) -> None:
 
 def outbox_record_failed(kind: str) -> None:
     emit(OUTBOX_RECORDS_FAILED, MetricUnit.Count, 1, {"kind": kind})
+
+
+def dlq_redrive(outcome: str) -> None:
+    emit(DLQ_REDRIVES, MetricUnit.Count, 1, {"outcome": outcome})  # redriven, failed or expired
 
 
 @contextlib.contextmanager
