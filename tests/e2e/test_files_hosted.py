@@ -45,3 +45,23 @@ def test_a_file_by_id_is_read_by_the_turn_and_its_report_is_published(local_stac
                  lambda: other.beta.agents.sessions.artifacts.content(artifact.id, session_id=session.id)):
         with pytest.raises(openai.NotFoundError):
             call()
+
+
+def test_the_scripted_harness_reads_and_writes_the_hosted_workspace(local_stack, hosted_runtime):
+    """`read PATH` and `write PATH TEXT` (the scripted harness's file steps) on a hosted Environment: the File placed
+    by id is read back as the answer, and what the Turn writes under /workspace/outputs is published."""
+    client = tenant_client(local_stack, "files-carol")
+    uploaded = client.files.create(file=("notes.txt", b"from the Files API"), purpose="user_data")
+    session = client.beta.agents.sessions.create(
+        environment={"type": "openai_hosted",
+                     "files": [{"type": "file_id", "file_id": uploaded.id, "path": "/workspace/notes.txt"}]},
+        agent={"model": "gpt-5"}, extra_body={"x_agents_core": {"harness": "scripted"}},
+        input="write /workspace/outputs/summary.txt one line, no newline\nread /workspace/notes.txt")
+    turn = finished(client, session.id)
+    assert turn.status == "completed", (turn.model_extra, hosted_runtime.stderr.read_text()[-3000:])
+    answer = [i for i in client.beta.agents.sessions.items.list(session.id).data if i.type == "message"][0]
+    assert answer.content[0].text == "from the Files API"
+    [artifact] = client.beta.agents.sessions.artifacts.list(session.id).data
+    assert artifact.path == "/workspace/outputs/summary.txt"
+    assert client.beta.agents.sessions.artifacts.content(artifact.id, session_id=session.id).content == \
+        b"one line, no newline"

@@ -14,6 +14,8 @@ The user message is a tiny script, one step per line:
                                the Session's Vault bearer); an mcp_call Item with its output or error
     wait [seconds]             wait for steering input (its lines run as more steps) or cancellation
     sleep <seconds>            work silently (heartbeats continue)
+    write <path> <text>        write text (UTF-8, the rest of the line, no newline added) to a workspace file
+    read <path>                an assistant message holding that workspace file's content (files.py)
     fail                       the Turn fails
 
 Receipts are sent only for results actually applied. Items say they come from the scripted harness.
@@ -143,7 +145,7 @@ class TurnRunner(TurnHandle):
 
     def _execute(self) -> None:
         self._check_required_servers()
-        says = [i for i, s in enumerate(self.steps) if s.split(" ", 1)[0] == "say"]
+        says = [i for i, s in enumerate(self.steps) if s.split(" ", 1)[0] in ("say", "read")]
         has_answer = any(s.split(" ", 1)[0] == "answer" for s in self.steps)
         last_say = says[-1] if says and not has_answer else None
         index = 0
@@ -173,6 +175,19 @@ class TurnRunner(TurnHandle):
             elif verb == "fail":
                 self.channel.finish(TURN_FAILED, error={"message": "The script asked the Turn to fail."})
                 return
+            elif verb in ("write", "read"):
+                from . import files
+
+                try:
+                    if verb == "write":
+                        path, _, text = rest.partition(" ")
+                        files.write(self.start_message, path, text)
+                    else:
+                        self._message(files.read(self.start_message, rest.strip()),
+                                      "final_answer" if index == last_say else "commentary")
+                except files.FileStepError as exc:
+                    self.channel.finish(TURN_FAILED, error={"message": str(exc)})
+                    return
             else:
                 self._message(f"scripted harness: unknown step {step!r}", "commentary")
             index += 1
