@@ -77,7 +77,8 @@ def handler(event, context):
         if action == RUNTIME_HELLO:
             instance = instances.parse(message)  # checked before the hello writes anything
             welcome, conn = connections.greet(store, connection_id, message)
-            welcome.update(instances.welcome(store, connection_id, conn, instance))  # a rotation takes its Turns
+            # a rotation (or a return) takes its Turns, and what was held for them is posted here
+            welcome.update(instances.welcome(store, connection_id, conn, instance, default_messenger()))
             _reply(connection_id, welcome)
             _offer_queued(store, connection_id, connections.queued_pools(conn, welcome["harnesses"]))
         elif conn.get("runtime_kind") == "enrolling":

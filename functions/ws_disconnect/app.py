@@ -4,7 +4,6 @@ them already), and only the heartbeat bound passing with no connection of it fai
 A Runtime that named no instance cannot come back: its claimed Turns fail now. `$disconnect` is best
 effort in AWS: nothing depends on it but the speed of that failure."""
 
-from agents_core import keys
 from agents_core.aws import default_workflow
 from agents_core.observability import logger
 from agents_core.runtimes import connections, instances, settlement
@@ -16,16 +15,13 @@ def handler(event, context):
     connection_id = event["requestContext"]["connectionId"]
     store = default_store()
     conn = connections.connection(store, connection_id)
-    kept = []
     if conn is not None and conn.get("role") == "runtime":
         instance = instances.outlives(store, connection_id)
-        if instance:
-            kept = instances.closed(store, connection_id, instance)
-        else:
-            failed = settlement.fail_claimed_turns(store, default_workflow(), connection_id)
-            if failed:
-                logger.info("runtime lost", extra={"failed_turns": failed})
+        if instance:  # the instance takes its claims back at its next hello (or the heartbeat bound fails them)
+            instances.forget(store, connection_id, instance)
+            return {"statusCode": 200}
+        failed = settlement.fail_claimed_turns(store, default_workflow(), connection_id)
+        if failed:
+            logger.info("runtime lost", extra={"failed_turns": failed})
     connections.forget_connection(store, connection_id)
-    for claim in kept:  # the instance takes these back at its next hello (or the heartbeat bound fails them)
-        store.put({**claim, **keys.claim(connection_id, claim["turn_id"])})
     return {"statusCode": 200}

@@ -60,6 +60,8 @@ def test_a_turn_claimed_for_a_vanished_runtime_waits_and_runs_on_the_next_live_o
     # turn.start met GoneException: the connection's rows went and the Turn waits in its queue
     wait_for(lambda: turn_of(client, session.id).status == "queued" and not rows_of(stack, gone), timeout=10)
     assert gone not in pooled(stack)
+    waiting = turn_of(client, session.id).x_agents_core["error"]["message"]  # why it waits, while it waits
+    assert "GoneException" in waiting and "no other live Runtime" in waiting
     live = stack.connect_runtime(token, ["scripted"])
     wait_for(lambda: turn_of(client, session.id).status == "completed", timeout=HEARTBEAT_SECONDS * 5)
     assert turn_of(client, session.id).error is None

@@ -54,7 +54,9 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
         elif kind == "await_environment":
             workflow.await_environment(tenant, session_id, command["turn_id"])
         elif kind == "deliver":
-            if not connections.post_safely(messenger, store, command["connection_id"], command["message"]):
-                instances.follow(store, messenger, command)  # the Turn moved to a newer connection (a rotation)
+            if not connections.post_safely(messenger, store, command["connection_id"], command["message"]) \
+                    and not instances.follow(store, messenger, command) and not instances.hold(store, command):
+                # not moved (a rotation) and not held for a returning instance: it may have come back meanwhile
+                instances.follow(store, messenger, command)
         else:
             raise ValueError(f"unknown outbox command {kind!r}")

@@ -222,10 +222,26 @@ def eligible_runtimes(store: DynamoStore, harness: str, required: frozenset[str]
 
 
 def post_safely(messenger: Messenger, store: DynamoStore, connection_id: str, message: Any) -> bool:
-    """Post to a connection; a GoneException deletes *that* connection's items."""
+    """Post to a connection; a GoneException deletes *that* connection's items (a Runtime instance's claims
+    stay for it to take back: `forget_keeping_claims`)."""
     try:
         messenger.post(connection_id, message)
         return True
     except ConnectionGone:
-        forget_connection(store, connection_id)
+        forget_keeping_claims(store, connection_id)
         return False
+
+
+def forget_keeping_claims(store: DynamoStore, connection_id: str, instance_pk: Optional[str] = None,
+                          claims: Optional[list[dict[str, Any]]] = None) -> None:
+    """A gone connection's items go (`forget_connection`), but the claims of a Runtime instance's connection stay,
+    marked with the instance, for the instance to take back at its next hello within the heartbeat bound
+    (runtimes/instances.py): whether its `$disconnect` or a post's GoneException came first, and however often."""
+    if instance_pk is None:
+        instance_pk = (store.get(keys.connection(connection_id)) or {}).get("instance")
+    if claims is None:
+        claims = store.query(**keys.claims_of_connection(connection_id), limit=1000, consistent=True).items
+    kept = [c for c in claims if instance_pk or c.get("instance")]
+    forget_connection(store, connection_id)
+    for claim in kept:
+        store.put({**claim, **keys.claim(connection_id, claim["turn_id"]), "instance": claim.get("instance") or instance_pk})

@@ -16,7 +16,8 @@ from ..observability import logger
 from ..settings import get_settings
 from ..store import DynamoStore, unpack
 from ..vault_crypto import SecretUnavailable
-from .connections import eligible_runtimes, forget_connection
+from . import instances
+from .connections import eligible_runtimes
 
 MAX_GONE = 5  # gone connections one turn.start meets before its Turn waits in its queue
 
@@ -286,7 +287,7 @@ def post_start(store: DynamoStore, messenger: Messenger, tenant: str, session_id
         except ConnectionGone:
             logger.warning("turn.start met a gone connection; the Turn is claimed again",
                            extra={"turn_id": turn_id, "connection_id": connection_id})
-            forget_connection(store, connection_id)
+            instances.forget(store, connection_id)  # a Runtime instance's other claims stay for its return
             moved = requeue(store, tenant, session_id, turn_id, connection_id)
             if moved is None:
                 return None
