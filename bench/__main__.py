@@ -19,7 +19,8 @@ def main() -> int:
     failed = []
     for script in [*sorted(HERE.glob("bench_*.py")), HERE / "cost.py"]:  # the cost model reads turns.json
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=HERE.parent)
+        proc = subprocess.run([sys.executable, str(script), *sys.argv[1:]], capture_output=True, text=True,
+                              cwd=HERE.parent)  # `python -m bench --smoke`: every benchmark at its smallest size
         lines = [line for line in proc.stdout.splitlines() if line.startswith("{\"benchmark\"")]
         if proc.returncode != 0 or not lines:
             failed.append(script.name)

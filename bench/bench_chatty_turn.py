@@ -30,4 +30,4 @@ def main(items: int = 1000) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:2]))
+    main(10 if "--smoke" in sys.argv[1:] else int(sys.argv[1]) if sys.argv[1:] else 1000)

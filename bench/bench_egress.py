@@ -36,9 +36,10 @@ SIZE = 10 * 1024 * 1024
 SMALL = 1024
 PORT = 8000
 HOST_ADDRESS, SERVER_ADDRESS = "10.213.7.1", "10.213.7.2"
-DOWNLOADS = int(os.environ.get("BENCH_EGRESS_DOWNLOADS", "7"))
-STARTS = int(os.environ.get("BENCH_EGRESS_STARTS", "20"))
-TURNS = int(os.environ.get("BENCH_EGRESS_TURNS", "6"))
+SMOKE = "--smoke" in sys.argv[1:]  # make test: once each
+DOWNLOADS = 1 if SMOKE else int(os.environ.get("BENCH_EGRESS_DOWNLOADS", "7"))
+STARTS = 1 if SMOKE else int(os.environ.get("BENCH_EGRESS_STARTS", "20"))
+TURNS = 1 if SMOKE else int(os.environ.get("BENCH_EGRESS_TURNS", "6"))
 CURL_FORMAT = "%{time_total} %{size_download} %{http_code}"
 
 SERVER = f"""\

@@ -20,12 +20,13 @@ import json
 import os
 import secrets
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-ROUNDS = 200
+ROUNDS = 2 if "--smoke" in sys.argv[1:] else 200  # make test's smoke: two round trips each
 CODEX = ROOT / ".venv/lib/python3.11/site-packages/codex_cli_bin/bin/codex"
 
 

@@ -11,9 +11,9 @@ MB/s are medians of a few rounds on this machine: moto in process, no network, s
 from __future__ import annotations
 
 try:
-    from bench.common import emit, in_process_stack
+    from bench.common import SMOKE, emit, in_process_stack
 except ImportError:  # run as a script
-    from common import emit, in_process_stack  # type: ignore[no-redef]
+    from common import SMOKE, emit, in_process_stack  # type: ignore[no-redef]
 
 import io
 import os
@@ -29,10 +29,11 @@ def _rate(size: int, seconds: list[float]) -> float:
 
 
 def main() -> dict:
+    rounds = (1, 1) if SMOKE else (5, 3)  # make test's smoke: once each, the same sizes
     with in_process_stack(heartbeat_seconds=30) as (_, client):
         small = os.urandom(4 * MiB)
         create, download = [], []
-        for _ in range(5):
+        for _ in range(rounds[0]):
             t0 = time.perf_counter()
             f = client.files.create(file=("bench.bin", io.BytesIO(small)), purpose="user_data")
             create.append(time.perf_counter() - t0)
@@ -45,7 +46,7 @@ def main() -> dict:
         with tempfile.NamedTemporaryFile() as tmp:
             tmp.write(large)
             tmp.flush()
-            for _ in range(3):
+            for _ in range(rounds[1]):
                 t0 = time.perf_counter()
                 done = client.uploads.upload_file_chunked(file=tmp.name, mime_type="application/octet-stream",
                                                           purpose="user_data", part_size=4 * MiB)

@@ -25,7 +25,7 @@ from typing import Optional
 
 sys.path.insert(0, str(ROOT / "layers" / "contract"))
 
-ROUNDS = int(os.environ.get("BENCH_HOSTED_ROUNDS", "3"))
+ROUNDS = 1 if "--smoke" in sys.argv[1:] else int(os.environ.get("BENCH_HOSTED_ROUNDS", "3"))  # smoke: make test
 
 
 def turn_start(harness: str, session_id: str, env_id: Optional[str], text: str) -> dict:

@@ -321,4 +321,4 @@ def main(turns: int = 12) -> dict:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 12)
+    main(1 if "--smoke" in sys.argv[1:] else int(sys.argv[1]) if len(sys.argv) > 1 else 12)

@@ -5,18 +5,11 @@ HTTP and WebSockets (message -> required action visible -> result -> Turn comple
 from __future__ import annotations
 
 try:
-    from bench.common import ROOT, emit, percentiles
+    from bench.common import SMOKE, emit, local_stack, percentiles
 except ImportError:  # run as a script
-    from common import ROOT, emit, percentiles  # type: ignore[no-redef]
+    from common import SMOKE, emit, local_stack, percentiles  # type: ignore[no-redef]
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 FN = {"type": "function", "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}
 
@@ -28,25 +21,18 @@ def main() -> dict:
 
     from local.inprocess import wait_for
 
-    state = Path(tempfile.mkdtemp()) / "stack.json"
-    env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
-           "AGENTS_CORE_STACK_FILE": str(state), "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
-    t0 = time.perf_counter()
-    stack = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    try:
-        info = wait_for(lambda: state.exists() and json.loads(state.read_text() or "null"), timeout=60, interval=0.005)
-        startup = time.perf_counter() - t0
+    with local_stack({}) as info:  # with its own Runtime (scripted), as make dev runs it
+        startup = info.get("startup_seconds_measured")  # None on a reused stack
         client = OpenAI(base_url=info["base_url"], api_key=info["api_key"], max_retries=0)
         first = client.beta.agents.sessions.create(environment={"type": "none"}, input="say hi",
                                                    agent={"model": "m", "tools": [FN]})
         retrieves = []
-        for _ in range(50):
+        for _ in range(2 if SMOKE else 50):
             s = time.perf_counter()
             client.beta.agents.sessions.retrieve(first.id)
             retrieves.append(time.perf_counter() - s)
         trips, to_action = [], []
-        for _ in range(20):
+        for _ in range(1 if SMOKE else 20):
             s = time.perf_counter()
             session = client.beta.agents.sessions.create(environment={"type": "none"}, input="call f {}\nsay done",
                                                          agent={"model": "m", "tools": [FN]})
@@ -59,12 +45,9 @@ def main() -> dict:
             wait_for(lambda: client.beta.agents.sessions.turns.retrieve(action.turn_id, session_id=session.id).status
                      == "completed", interval=0.005)
             trips.append(time.perf_counter() - s)
-    finally:
-        stack.send_signal(signal.SIGINT)
-        stack.wait(timeout=20)
     return emit("local_stack", {
         "benchmark": "local_stack_end_to_end",
-        "startup_seconds": round(startup, 2),
+        "startup_seconds": startup,
         "session_retrieve_http": percentiles(retrieves),
         "call_round_trip_http": {**percentiles(trips), "to_required_action": percentiles(to_action)},
         "note": "python -m local in its own process, the reference Runtime in another; polling every 5 ms",

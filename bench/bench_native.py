@@ -14,21 +14,19 @@ Both native Harnesses run against the embedded scripted model provider on loopba
 from __future__ import annotations
 
 try:
-    from bench.common import ROOT, emit, percentiles
+    from bench.common import emit, percentiles
+    from bench.common import local_stack as running_stack
 except ImportError:  # run as a script
-    from common import ROOT, emit, percentiles  # type: ignore[no-redef]
+    from common import emit, percentiles  # type: ignore[no-redef]
+    from common import local_stack as running_stack  # type: ignore[no-redef]
 
-import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 FN = {"type": "function", "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}
-ROUNDS = int(os.environ.get("BENCH_NATIVE_ROUNDS", "10"))
+ROUNDS = 1 if "--smoke" in sys.argv[1:] else int(os.environ.get("BENCH_NATIVE_ROUNDS", "10"))  # smoke: make test
 
 
 MODELS = {"codex": "gpt-5", "claude_code": "claude-sonnet-4-5", "scripted": "gpt-5"}
@@ -115,17 +113,13 @@ def local_stack() -> dict:
 
     from local.inprocess import wait_for
 
-    state = Path(tempfile.mkdtemp()) / "stack.json"
-    env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
-           "AGENTS_CORE_STACK_FILE": str(state), "AGENTS_CORE_NATIVE_HARNESSES": "codex,claude_code",
-           "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}"}
-    stack = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
     out: dict = {}
-    try:
-        info = wait_for(lambda: state.exists() and json.loads(state.read_text() or "null"), timeout=60, interval=0.005)
+    # A reused stack (the smoke under make test: the e2e session's, whose Runtime serves these two) or our own.
+    harnesses = ("claude_code", "scripted") if os.environ.get("BENCH_STACK_FILE") else ("codex", "claude_code",
+                                                                                        "scripted")
+    with running_stack({"AGENTS_CORE_NATIVE_HARNESSES": "codex,claude_code"}) as info:
         client = OpenAI(base_url=info["base_url"], api_key=info["api_key"], max_retries=0)
-        for harness in ("codex", "claude_code", "scripted"):
+        for harness in harnesses:
             trips, to_action = [], []
             for i in range(ROUNDS + 1):
                 s = time.perf_counter()
@@ -146,9 +140,6 @@ def local_stack() -> dict:
             out[harness] = {"call_round_trip_http": {**percentiles(trips), "to_required_action": percentiles(to_action)}}
         out["note"] = ("each round is a new Session: Codex and Claude Code pay their process start (spawn + "
                        "thread/start, spawn + connect) inside it")
-    finally:
-        stack.send_signal(signal.SIGINT)
-        stack.wait(timeout=30)
     return out
 
 

@@ -33,9 +33,13 @@ def payload() -> dict:
             "x_agents_core": {"harness": "codex"}}
 
 
+SMOKE = "--smoke" in sys.argv[1:]  # make test: a few rounds, the same figures
+
+
 def measure_pair(a, b, rounds: int = 2000) -> tuple[float, float]:
     """Interleaved samples, so machine noise hits both sides alike; medians in microseconds."""
-    for _ in range(50):
+    rounds = min(rounds, 5) if SMOKE else rounds
+    for _ in range(2 if SMOKE else 50):
         a()
         b()
     sa, sb = [], []

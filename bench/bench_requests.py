@@ -7,9 +7,9 @@ latency for Session create with 64 tools.
 from __future__ import annotations
 
 try:
-    from bench.common import RequestCounter, emit, percentiles
+    from bench.common import SMOKE, RequestCounter, emit, percentiles
 except ImportError:  # run as a script
-    from common import RequestCounter, emit, percentiles  # type: ignore[no-redef]
+    from common import SMOKE, RequestCounter, emit, percentiles  # type: ignore[no-redef]
 
 import json
 
@@ -57,7 +57,7 @@ def main() -> dict:
         with counter.measure() as c:
             call("GET", f"/v1/agents/sessions/{session['id']}")
         counts["session_retrieve"] = dict(c)
-        for _ in range(25):
+        for _ in range(3 if SMOKE else 25):
             call("POST", "/v1/agents/sessions", body)
         with counter.measure() as c:
             call("GET", "/v1/agents/sessions", query="limit=20")
@@ -67,9 +67,10 @@ def main() -> dict:
         counts["agent_list_page"] = dict(c)
 
         inline = {"environment": {"type": "none"}, "input": "say hi", "agent": {"model": "gpt-5", "tools": tools}}
-        create, create_own = counter.timed_excluding(lambda: call("POST", "/v1/agents/sessions", inline), 60)
+        create, create_own = counter.timed_excluding(lambda: call("POST", "/v1/agents/sessions", inline),
+                                                     2 if SMOKE else 60)
         retrieve, retrieve_own = counter.timed_excluding(lambda: call("GET", f"/v1/agents/sessions/{session['id']}"),
-                                                         100)
+                                                         2 if SMOKE else 100)
     return emit("requests", {
         "benchmark": "dynamodb_requests_and_handler_latency",
         "dynamodb_requests": counts,

@@ -273,9 +273,10 @@ def main(smoke: bool = False) -> dict:
     bound = 3 if smoke else 6
     os.environ["HEARTBEAT_SECONDS"] = str(bound)
     sizes_of_batches = (1,) if smoke else (1, 16, 64)
-    rounds = 2 if smoke else 20
+    rounds = 1 if smoke else 20
+    settle = 0.2 if smoke else 0.5  # seconds for background work (the stream consumer) to drain
     subscribers = (1, 10) if smoke else (1, 100, 1000)
-    window = (2.5 if smoke else 8.5) * bound / 3  # seconds a waiting Turn is watched: 2 (smoke) or 8 beats
+    window = (1.3 if smoke else 8.5) * bound / 3  # seconds a waiting Turn is watched: 1 (smoke) or 8 beats
     with mock_aws(config=MOTO_CONFIG):
         handlers = apigw.load_handlers()
         timer = HandlerTimer(handlers)
@@ -335,7 +336,7 @@ def main(smoke: bool = False) -> dict:
             wait_for(lambda: client.beta.agents.sessions.retrieve(s.id).status == "idle")
 
         # One Turn lifecycle with one function call: every request of every component.
-        time.sleep(0.5)
+        time.sleep(settle)
         counter.total.clear()
         counter.by_function.clear()
         invocations_before = {name: len(v) for name, v in timer.samples.items()}
@@ -346,7 +347,7 @@ def main(smoke: bool = False) -> dict:
             "type": "agent.session.input.tool_result", "turn_id": action.turn_id, "call_id": action.call_id,
             "success": True, "output": "ok"}])
         wait_for(lambda: client.beta.agents.sessions.retrieve(s.id).status == "idle")
-        time.sleep(0.5)  # let the stream consumer drain the last outbox records
+        time.sleep(settle)  # let the stream consumer drain the last outbox records
         meter.on = False
         lifecycle = {name: dict(c) for name, c in sorted(counter.by_function.items()) if name not in APART}
         invocations = {name: len(v) - invocations_before.get(name, 0) for name, v in timer.samples.items()}
@@ -389,7 +390,7 @@ def main(smoke: bool = False) -> dict:
         # A waiting Turn (its function call pending): every hop its Runtime's heartbeats make over the window.
         waiting_session = session("call f {}\nsay done")
         waiting = wait_for(lambda: client.beta.agents.sessions.retrieve(waiting_session.id).required_actions)[0]
-        time.sleep(0.3)
+        time.sleep(settle)
         counter.total.clear()
         counter.by_function.clear()
         meter.writes.clear(), meter.plain_writes.clear(), meter.rru.clear(), meter.index_wru.clear()

@@ -21,7 +21,38 @@ os.environ.update({
     "POWERTOOLS_TRACE_DISABLED": "1", "POWERTOOLS_METRICS_NAMESPACE": "AgentsCore",
     "POWERTOOLS_LOG_LEVEL": "ERROR", "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "POWERTOOLS_METRICS_DISABLED": "true",
 })
-RESULTS = ROOT / "bench" / "results"
+# `make test` runs every benchmark once at its smallest size (`--smoke`: tests/integration/test_bench_smoke.py and
+# tests/e2e/test_bench_smoke.py), its figures under BENCH_RESULTS so make bench's own stay as they are.
+SMOKE = "--smoke" in sys.argv[1:]
+RESULTS = pathlib.Path(os.environ.get("BENCH_RESULTS") or ROOT / "bench" / "results")
+
+
+@contextmanager
+def local_stack(env: dict[str, str], timeout: float = 60) -> Iterator[dict[str, Any]]:
+    """`python -m local` in its own process with `env` (its stack file's contents yielded), stopped after; or, with
+    BENCH_STACK_FILE (the smoke under make test: tests/e2e/test_bench_smoke.py), the stack already running there."""
+    import signal
+    import subprocess
+    import tempfile
+
+    from local.inprocess import wait_for
+
+    if os.environ.get("BENCH_STACK_FILE"):
+        yield json.loads(pathlib.Path(os.environ["BENCH_STACK_FILE"]).read_text())
+        return
+    state = pathlib.Path(tempfile.mkdtemp()) / "stack.json"
+    env = {**os.environ, "AGENTS_CORE_HTTP_PORT": "0", "AGENTS_CORE_WS_PORT": "0", "AGENTS_CORE_MOTO_PORT": "0",
+           "AGENTS_CORE_STACK_FILE": str(state), "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}", **env}
+    t0 = time.perf_counter()
+    stack = subprocess.Popen([sys.executable, "-m", "local"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        info = wait_for(lambda: state.exists() and json.loads(state.read_text() or "null"), timeout=timeout,
+                        interval=0.005)
+        yield {**info, "startup_seconds_measured": round(time.perf_counter() - t0, 2)}
+    finally:
+        stack.send_signal(signal.SIGINT)
+        stack.wait(timeout=30)
 
 
 class RequestCounter:

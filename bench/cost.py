@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+SMOKE = "--smoke" in sys.argv[1:]  # make test: from the smoke's turns.json, the report beside it (docs/ untouched)
+RESULTS = Path(os.environ.get("BENCH_RESULTS") or ROOT / "bench" / "results")
 sys.path[:0] = [str(ROOT), str(ROOT / "layers" / "contract")]
 
 # Public on-demand list prices, us-east-1, as written down on 2026-12-02 (verify before relying on them).
@@ -342,7 +344,7 @@ def main() -> int:
         "",
         "Prices used: " + ", ".join(f"{k} = {v}" for k, v in PRICES.items()),
     ]
-    (ROOT / "docs" / "cost.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / "cost.md" if SMOKE else ROOT / "docs" / "cost.md").write_text("\n".join(lines) + "\n")
     result = {"benchmark": "cost_model", "usd_per_million_turns": round(per_turn["total"] * MILLION, 2),
               "usd_per_million_waiting_turn_minutes": round(wait["total"] * MILLION, 2),
               "usd_per_million_waiting_turn_minutes_marginal": round(wait["marginal"] * MILLION, 3),
