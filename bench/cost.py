@@ -243,6 +243,46 @@ def waiting_lines(wait: dict[str, Any], beat: dict[str, Any]) -> list[str]:
     ]
 
 
+def levers(turns: dict[str, Any], per_turn: dict[str, Any], wait: dict[str, Any],
+           memory: dict[str, float]) -> list[str]:
+    """What the measured model says is left to take out, each from the figures above."""
+    life = turns["turn_lifecycle_one_call"]
+    gateway = life["lambda"].get("RuntimeGatewayFunction", {"invocations": 0, "p50_ms": 0})
+    n = max(1, gateway["invocations"])
+    writes = life.get("transactional_writes_by_function", {}).get("RuntimeGatewayFunction", {})
+    wru = 2 * sum(writes.values()) / n  # at most 1 KB each here
+    index = life.get("index_wru_by_function", {}).get("RuntimeGatewayFunction", 0) / n
+    stream = life["lambda"].get("StreamFunction", {"invocations": 0, "p50_ms": 0})
+    one_message = ((wru + index) * PRICES["dynamodb_write_request_unit"] + 2 * PRICES["websocket_message"]
+                   + PRICES["lambda_request"] * 2
+                   + gateway["p50_ms"] / 1000 * memory.get("RuntimeGatewayFunction", 0.5)
+                   * PRICES["lambda_gb_second_arm64"]
+                   + stream["p50_ms"] / 1000 * memory.get("StreamFunction", 0.5) * PRICES["lambda_gb_second_arm64"])
+    start_free = per_turn["total"] - PRICES["step_functions_standard_transition"]
+    beat = wait["parts"]
+    return [
+        "## What is left to take out (from the figures above)",
+        "",
+        f"- **One Runtime message fewer per Turn.** The Runtime sends {n} observation messages for this Turn (the "
+        "function call, its result applied, the answer, the end); each is one commit of the Session, the Turn and "
+        f"an outbox record ({wru:.0f} WRU and {index:.0f} GSI1 WRU on average here), its `turn.ack`, one gateway and "
+        f"one stream invocation: about USD {_usd(one_message)} per 1M Turns. A Harness whose answer and end arrive "
+        "together (`turn.batch` with the last Item and `turn.completed`) saves one; the reference drivers send the "
+        "end on its own.",
+        f"- **The execution's start.** The model bills it as a transition, as the issue counts it; AWS's pricing "
+        "says it counts \"a state transition each time a step of your workflow is executed\". If the start is not "
+        f"billed, a Turn is USD {_usd(start_free)} per 1M.",
+        "- **The Session's GSI1 entry** (projection ALL) is rewritten with every commit: "
+        f"USD {_usd(per_turn['parts']['dynamodb_index_writes'])} per 1M Turns. A KEYS_ONLY or INCLUDE list index "
+        "would not be written by the commits that change no listed attribute, at the price of an index "
+        "replacement and a read per listed Session.",
+        f"- **Waiting, alone on a connection**: the beat's WebSocket message (USD {_usd(beat['websocket'])}) and "
+        "the rewrite of the connection's pool rows' `seen_at` every other beat with its GSI1 entry (USD "
+        f"{_usd(beat['dynamodb_table_writes'] + beat['dynamodb_index_writes'])}) are most of it; a waiting Turn "
+        f"on a connection that beats anyway costs USD {_usd(wait['marginal'])} per 1M minutes.",
+    ]
+
+
 def main() -> int:
     path = RESULTS / "turns.json"
     if not path.exists():
@@ -322,6 +362,8 @@ def main() -> int:
         f"{stream['total'] * 24 * 30:,.2f} per stream kept open all month). Events add nothing on the read side (a "
         "poll that finds a commit reads it in the same RRU up to 4 KB); bytes streamed past 6 MB per request "
         f"cost {PRICES['lambda_streamed_gb']} USD per GB.",
+        "",
+        *levers(turns, per_turn, wait, memory),
         "",
         "## Notes",
         "",
