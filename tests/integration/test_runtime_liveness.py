@@ -76,7 +76,7 @@ def test_a_runtime_that_stopped_beating_is_never_chosen_and_every_later_session_
     wait_for(lambda: ghost.connection_id not in pooled(stack), timeout=HEARTBEAT_SECONDS * 5)
     assert declaration(stack, ghost.connection_id) is not None  # its rows stay: only their age gives it away
     assert live.connection_id in pooled(stack)  # the live one beats: always fresh
-    sessions = [create(client, f"say hello {i}") for i in range(4)]
+    sessions = [create(client, f"say hello {i}") for i in range(3)]
     for session in sessions:
         wait_for(lambda s=session: turn_of(client, s.id).status == "completed", timeout=20)
     assert sorted(starts(live)) == sorted(turn_of(client, s.id).id for s in sessions)  # each once
@@ -127,23 +127,3 @@ def test_one_runtime_heartbeat_a_cadence_keeps_every_waiting_turn_of_the_connect
             "success": True, "output": "sunny"}])
     for session in sessions:
         wait_for(lambda s=session: turn_of(client, s.id).status == "completed", timeout=20)
-
-
-def test_a_runtime_heartbeat_keeps_alive_only_the_turns_its_connection_claimed(client, stack):
-    token = create_runtime_token(stack.store, "ops")
-    owner = connected(stack, token)
-    session = create(client, "call get_weather {}\nsay done")
-    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).required_actions, timeout=20)
-    other = stack.connect_runtime(token, ["scripted"])
-    owner.hang()
-    (start,) = [m for m in owner.inbox if m.get("type") == protocol.TURN_START]
-    route = {k: start[k] for k in protocol.ROUTE}
-    # another connection naming the Turn (a stale claim, a forged route) keeps nothing alive: the Turn is lost
-    deadline = time.monotonic() + HEARTBEAT_SECONDS * 10
-
-    def lost():
-        other.send({"action": protocol.RUNTIME_HEARTBEAT, "turns": [route]})
-        return turn_of(client, session.id).status == "failed" or time.monotonic() > deadline
-
-    wait_for(lost, timeout=HEARTBEAT_SECONDS * 10 + 5, interval=0.3)
-    assert turn_of(client, session.id).status == "failed"

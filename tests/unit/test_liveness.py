@@ -106,6 +106,45 @@ def test_a_runtime_heartbeat_names_each_turn_once_and_may_name_none():
     assert liveness.parse({}) == []
 
 
+# ---- Core's side of a beat: only this connection's running Turns are kept alive -------------------------------
+
+class _Store:
+    def __init__(self, turns):
+        self.turns = {(t["PK"], t["SK"]): t for t in turns}
+        self.reads = []
+
+    def batch_get(self, wanted, consistent=True):
+        self.reads.append((len(wanted), consistent))
+        return {(k["PK"], k["SK"]): self.turns[(k["PK"], k["SK"])] for k in wanted if (k["PK"], k["SK"]) in self.turns}
+
+
+class _Workflow:
+    def __init__(self):
+        self.beats = []
+
+    def heartbeat(self, token):
+        self.beats.append(token)
+        return True
+
+
+def _turn(turn_id, **fields):
+    from agents_core import keys
+
+    return {**keys.turn("t", "sess_1", turn_id), "id": turn_id, "task_token": f"token-{turn_id}", **fields}
+
+
+def test_a_beat_keeps_alive_only_the_turns_this_connection_claimed_that_still_run():
+    """A Turn claimed by another connection (a forged or stale route), one not dispatched yet (no task token) and
+    one being settled get no task heartbeat: a Runtime keeps alive only its own running Turns."""
+    store, workflow = _Store([_turn("mine", claimed_by="conn-a"), _turn("theirs", claimed_by="conn-b"),
+                              _turn("unstarted", claimed_by="conn-a", task_token=None),
+                              _turn("closing", claimed_by="conn-a", closing="completed")]), _Workflow()
+    routes = [("t", "sess_1", t) for t in ("mine", "theirs", "unstarted", "closing", "unknown")]
+    assert liveness.heartbeat_turns(store, workflow, "conn-a", routes) == 1
+    assert workflow.beats == ["token-mine"]
+    assert store.reads == [(5, False)]  # one eventually consistent batch read for all of them
+
+
 # ---- the reference Runtime's side ------------------------------------------------------------------------------
 
 def _runtime():
