@@ -111,7 +111,7 @@ def server():
     recorder = Recorder(Starlette(routes=[Mount(f"/{k}", app=v) for k, v in apps.items()], lifespan=lifespan))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    uv = uvicorn.Server(uvicorn.Config(recorder, log_level="warning"))
+    uv = uvicorn.Server(uvicorn.Config(recorder, log_level="warning", timeout_graceful_shutdown=1))
     thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     wait_for(lambda: uv.started, timeout=15)
@@ -158,7 +158,8 @@ def run_turn(driver, start: dict, turn_id: str, script: str) -> list[dict]:
 
 
 def terminal(sent: list[dict]) -> dict:
-    return next(m for m in reversed(sent) if m["action"] in ("turn.completed", "turn.failed", "turn.cancelled"))
+    flat = [o for m in sent for o in (m.get("observations") or [m] if m["action"] == "turn.batch" else [m])]
+    return next(m for m in reversed(flat) if m["action"] in ("turn.completed", "turn.failed", "turn.cancelled"))
 
 
 def with_marker(provider, marker: str, key: str) -> list[dict]:
