@@ -81,3 +81,5 @@ def test_hidden_tools(allowed, inventory, hidden):
     start = start_message(tools=[FN, http("tickets", allowed)])
     assert adapter.hidden_tools(start, {"tickets": inventory} if inventory else None) == hidden
     assert adapter.options(start, hidden=hidden).get("disallowedTools", []) == hidden  # none profile
+    # by default (the dry run, a first start) what is known before any connection: a [] server whole
+    assert adapter.options(start).get("disallowedTools", []) == (["mcp__tickets"] if allowed == [] else [])

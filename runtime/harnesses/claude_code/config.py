@@ -102,9 +102,11 @@ def offered_tools(start: dict[str, Any], inventories: dict[str, list[str]]) -> l
 
 
 def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None,
-            hidden: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
-    """`hidden`: the declared servers' unselected tools (`hidden_tools`), disallowed on every placement."""
+            hidden: Optional[list[str]] = None) -> dict[str, Any]:
+    """`hidden`: the declared servers' unselected tools, disallowed on every placement (by default what is known
+    before any connection: the servers whose allowed_tools is [])."""
     where = placement(start)
+    hidden = hidden_tools(start) if hidden is None else hidden
     search = one(start, "web_search")
     out: dict[str, Any] = {"mcpServers": _mcp_servers(start, credentials)}
     schema = output_schema(start)

@@ -67,7 +67,7 @@ SDK_VARIABLES = ("CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION", "CLAUDE_C
 def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[FunctionsServer], *,
                 config_dir: pathlib.Path, cwd: pathlib.Path, binary: str, resume: Optional[str] = None,
                 box: Any = None, namespace: Any = None, launchers: Optional[pathlib.Path] = None,
-                hidden: tuple[str, ...] | list[str] = ()) -> Any:
+                hidden: Optional[list[str]] = None) -> Any:
     """ClaudeAgentOptions from the adapter's translation, the provider selection and the Session's state;
     `hidden`: the declared servers' unselected tools (config.hidden_tools)."""
     from claude_agent_sdk import ClaudeAgentOptions
