@@ -381,8 +381,8 @@ def denial(principal: str, service: str, operation: str, params: dict[str, Any])
 
 def _before_parameter_build(params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
     principal = _principal.get()
-    if principal is None or not enabled():
-        return
+    if principal is None or not enabled() or context.get("is_presign_request"):
+        return  # a presigned URL or form makes no call: AWS checks the signer's role when it is used
     service = model.service_model.service_name
     answer = denial(principal, service, model.name, params)
     if answer is not None:

@@ -224,6 +224,8 @@ def test_turn_start_carries_the_preparation_which_no_read_or_event_shows(client,
     start = hosted.start()
     env_id = session.environment.id
     assert start["environment"]["id"] == env_id
+    upload = start["environment"]["hosted"].pop("artifacts")  # the Turn's outputs' upload form (test_artifacts.py)
+    assert upload["key_prefix"] == f"artifacts/tenant-a/{session.id}/{start['turn_id']}/"
     assert start["environment"]["hosted"] == {
         "files": [{"path": "/workspace/data.csv", "data": data}],
         "packages": {"python": ["requests==2.32.3"], "npm": ["left-pad"]},
@@ -429,7 +431,7 @@ def test_environment_id_with_inline_configuration_is_a_400_that_writes_nothing(c
 
 
 @pytest.mark.parametrize("environment,param", [
-    ({"files": [{"type": "file_id", "file_id": "file_1", "path": "/workspace/a"}]}, "environment.files[0].file_id"),
+    ({"files": [{"type": "file_id", "file_id": "file_1"}]}, "environment.files[0].path"),  # a File by id is built
     ({"packages": {"system": ["curl"]}}, "environment.packages.system"),
     ({"network": {"access": "restricted", "allowed_domains": ["example.com"]}}, "environment.network.access"),
     ({"desktop": {"enabled": True}}, "environment.desktop.enabled"),
