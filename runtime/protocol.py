@@ -6,11 +6,12 @@ knows which Harness runs. See docs/runtime-protocol.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agents_contract.protocol import (
@@ -74,14 +75,34 @@ class TurnChannel:
         # last seq of a message -> (message, last sent at, first sent at)
         self._unacked: dict[int, tuple[dict[str, Any], float, float]] = {}
         self._done_at: float | None = None
+        self._gathered: list[tuple[str, dict[str, Any]]] | None = None  # inside `together()`
+        self._finished = False  # finish() ran inside `together()`: `done` once the gathered message is sent
 
     # -- sending -------------------------------------------------------------------------------------
     def emit(self, action: str, **fields: Any) -> None:
         self.emit_batch([(action, fields)])
 
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """What is emitted inside goes out on leaving, as few messages as fit: a Turn's held last answer and its
+        end share one message, so Core makes one commit of them, not two (issue 36: one message, one commit and
+        one acknowledgement fewer per Turn; the answer was held until the end anyway)."""
+        self._gathered = []
+        try:
+            yield
+        finally:
+            gathered, self._gathered = self._gathered, None
+            if gathered:
+                self.emit_batch(gathered)
+            if self._finished:
+                self.done.set()
+
     def emit_batch(self, observations: list[tuple[str, dict[str, Any]]]) -> None:
         """Several observations, in as few messages as fit (a message within 128 KB, a batch within 100
         observations); Core applies each message in one commit."""
+        if self._gathered is not None:  # inside together(): sent on leaving it
+            self._gathered.extend(observations)
+            return
         observations = [piece for action, fields in observations for piece in _split_delta(action, fields)]
         with self._lock:
             groups: list[list[tuple[str, dict[str, Any]]]] = [[]]
@@ -175,7 +196,7 @@ class TurnChannel:
     def finish(self, action: str, **fields: Any) -> None:
         """The Turn's terminal observation (turn.completed / failed / cancelled), sent once. A completed hosted
         Turn publishes its outputs first (`on_complete`: runtime/environments/artifacts.py) and lists them."""
-        if self.done.is_set():
+        if self.done.is_set() or self._finished:
             return
         on_complete = getattr(self, "on_complete", None)
         if action == "turn.completed" and on_complete is not None:
@@ -185,6 +206,9 @@ class TurnChannel:
             except Exception:  # noqa: BLE001 - publication never keeps a Turn from completing
                 log.exception("turn %s: publishing its outputs failed", self.turn_id)
         self.emit(action, **fields)
+        if self._gathered is not None:  # sent when together() ends; `done` only then, so it is resent if lost
+            self._finished = True
+            return
         self.done.set()
 
     @property

@@ -428,10 +428,12 @@ class ClaudeTurn(NativeTurn):
                 self.channel.finish(TURN_FAILED, error={
                     "message": "Claude Code ended the Turn without the structured output the schema requires."})
             else:
-                self._message(answer_id, message.result, "final_answer")  # result.result, unchanged
-                self.channel.finish(TURN_COMPLETED)
+                with self.channel.together():  # the answer and the end: one message, one commit in Core
+                    self._message(answer_id, message.result, "final_answer")  # result.result, unchanged
+                    self.channel.finish(TURN_COMPLETED)
         else:
-            self._release("final_answer")
-            self.channel.finish(TURN_COMPLETED)
+            with self.channel.together():  # the held answer and the end: one message, one commit in Core
+                self._release("final_answer")
+                self.channel.finish(TURN_COMPLETED)
         self.finished.set()
 

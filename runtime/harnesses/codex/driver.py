@@ -415,8 +415,9 @@ class CodexTurn(NativeTurn):
             self.calls.pop(call_id)
             self.abandon(call_id)
         if status == "completed":
-            self._release_held("final_answer")
-            self.channel.finish(TURN_COMPLETED)
+            with self.channel.together():  # the held answer and the end: one message, one commit in Core
+                self._release_held("final_answer")
+                self.channel.finish(TURN_COMPLETED)
         elif status == "interrupted":
             self._release_held("commentary")
             if self.cancel_requested:

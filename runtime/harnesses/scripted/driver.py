@@ -153,6 +153,11 @@ class TurnRunner(TurnHandle):
             self._check_cancel()
             step = self.steps[index]
             verb, _, rest = step.partition(" ")
+            if verb in ("say", "answer") and index == len(self.steps) - 1 and (verb == "answer" or index == last_say):
+                with self.channel.together():  # the final answer and the end: one message, as the native drivers
+                    self._message(rest, "final_answer")
+                    self.channel.finish(TURN_COMPLETED)
+                return
             if verb == "say":
                 self._message(rest, "final_answer" if index == last_say else "commentary")
             elif verb == "answer":
