@@ -261,3 +261,12 @@ def test_without_its_uploads_grant_a_part_fails_as_a_500_writing_nothing(stack, 
             a.uploads.parts.create(upload.id, data=b"x")
     assert snapshot(stack, s3) == before
     a.uploads.cancel(upload.id)
+
+
+def test_other_methods_on_the_files_paths_are_405_without_a_beta_header(stack, clients):
+    a, _ = clients
+    for method, path in (("PUT", "files"), ("PATCH", "files/file-1"), ("GET", "uploads"),
+                         ("DELETE", "uploads/upload_1/parts")):
+        response = a._client.request(method, f"{a.base_url}{path}", headers={"Authorization": f"Bearer {a.api_key}"})
+        assert response.status_code == 405, (method, path, response.text)
+        assert response.json()["error"]["code"] == "method_not_allowed"

@@ -136,6 +136,13 @@ def test_a_client_cannot_forge_the_request_context_of_the_streaming_app(gateway,
 
 def test_the_streaming_routes_are_rest_api_stream_integrations_of_one_function():
     streaming = {(r.method, r.path): r.function for r in template.http_routes() if r.streaming}
+    files = {k for k, v in streaming.items() if v == "FilesFunction"}  # content downloads stream (issue 38)
+    assert {p for _, p in files} == {"/v1/files", "/v1/files/{file_id}", "/v1/files/{file_id}/content", "/v1/uploads",
+                                     "/v1/uploads/{upload_id}/parts", "/v1/uploads/{upload_id}/complete",
+                                     "/v1/uploads/{upload_id}/cancel", "/v1/agents/sessions/{session_id}/artifacts",
+                                     "/v1/agents/sessions/{session_id}/artifacts/{artifact_id}",
+                                     "/v1/agents/sessions/{session_id}/artifacts/{artifact_id}/content"}
+    streaming = {k: v for k, v in streaming.items() if k not in files}
     assert streaming == {("POST", "/v1/agents/sessions"): "SessionStreamFunction",
                          ("GET", "/v1/agents/sessions/{session_id}/events"): "SessionStreamFunction"}
     props = template.resources("AWS::Serverless::Function")["SessionStreamFunction"]["Properties"]

@@ -32,6 +32,9 @@ def test_admission_and_reads_events(handlers, store):
     event = load_event("session_stream-create-session.json")  # the Lambda Web Adapter's function: an ASGI app
     session = call_asgi(handlers["SessionStreamFunction"], event, event["body"].encode())
     assert session.status == 201 and json.loads(session.body)["status"] == "in_progress"
+    files = call_asgi(handlers["FilesFunction"], load_event("files-list-files.json"), b"")  # no beta header needed
+    assert files.status == 200 and json.loads(files.body) == {"object": "list", "data": [], "first_id": None,
+                                                              "last_id": None, "has_more": False}
     listed = handlers["ReadsFunction"](load_event("reads-list-sessions.json"), LambdaContext("r"))
     assert len(json.loads(listed["body"])["data"]) == 1
     agents = handlers["ReadsFunction"](load_event("reads-list-agents.json"), LambdaContext("r"))

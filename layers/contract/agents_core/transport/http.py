@@ -107,7 +107,10 @@ def entrypoint(app: APIGatewayRestResolver, event: dict[str, Any], context: Any)
     """Authentication, then the beta header, then the route."""
     if not get_settings().powertools_metrics_disabled:
         metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
-    rejected = admission_error(event_tenant(event), header(event, "openai-beta"))
+    path = event.get("path") or ""
+    # client.files and client.uploads are not beta (the reads function answers their paths' other methods: 405)
+    rejected = admission_error(event_tenant(event), header(event, "openai-beta"),
+                               beta_required=not path.startswith(("/v1/files", "/v1/uploads")))
     if rejected is not None:
         return _proxy(error_response(rejected))
     logger.append_keys(request_id=event.get("requestContext", {}).get("requestId"))
