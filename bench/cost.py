@@ -264,14 +264,17 @@ def levers(turns: dict[str, Any], per_turn: dict[str, Any], wait: dict[str, Any]
         "## What is left to take out (from the figures above)",
         "",
         f"- **One Runtime message fewer per Turn.** The Runtime sends {n} observation messages for this Turn (the "
-        "function call, its result applied, the answer, the end); each is one commit of the Session, the Turn and "
-        f"an outbox record ({wru:.0f} WRU and {index:.0f} GSI1 WRU on average here), its `turn.ack`, one gateway and "
-        f"one stream invocation: about USD {_usd(one_message)} per 1M Turns. A Harness whose answer and end arrive "
-        "together (`turn.batch` with the last Item and `turn.completed`) saves one; the reference drivers send the "
-        "end on its own.",
+        "function call, its result applied, the answer with the end: the drivers send their held answer and "
+        "`turn.completed` in one `turn.batch`); each is one commit of the Session, the Turn and an outbox record "
+        f"({wru:.0f} WRU and {index:.0f} GSI1 WRU on average here), its `turn.ack`, one gateway and one stream "
+        f"invocation: about USD {_usd(one_message)} per 1M Turns. The receipt of a result (`turn.tool_result.applied`) "
+        "is its own message because the Harness applies the result long before its next output; carrying it with "
+        "that output would delay the function_call_output Item the receipt publishes.",
         f"- **The execution's start.** The model bills it as a transition, as the issue counts it; AWS's pricing "
         "says it counts \"a state transition each time a step of your workflow is executed\". If the start is not "
         f"billed, a Turn is USD {_usd(start_free)} per 1M.",
+        "- **The per-tenant running-Turn counter** (`MAX_RUNNING_TURNS`) is one more transactional entry in the "
+        "start's commit and one in the settlement's: 4 WRU x 0.625 = USD 2.50 per 1M Turns.",
         "- **The Session's GSI1 entry** (projection ALL) is rewritten with every commit: "
         f"USD {_usd(per_turn['parts']['dynamodb_index_writes'])} per 1M Turns. A KEYS_ONLY or INCLUDE list index "
         "would not be written by the commits that change no listed attribute, at the price of an index "
