@@ -16,18 +16,30 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def main() -> int:
     smoke = "--smoke" in sys.argv[1:]  # make test: one case (120 calls, completion), not the full matrix
-    env = {**os.environ, "AGENTS_CORE_BOUNDED_FULL": "" if smoke else "1"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "tests/integration/test_bounded_commits.py", "-q",
-                           "-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest",
-                           "--durations=0", "-k",  # a faster start: neither of those plugins is used here
-                           "many_pending and 120-completion" if smoke else "many_pending"],
-                          capture_output=True, text=True, cwd=ROOT, env=env)
+    args = [str(ROOT / "tests" / "integration" / "test_bounded_commits.py"), "-q", "-p", "no:cacheprovider", "-p", "no:schemathesis",
+            "-p", "no:hypothesispytest", "--durations=0", "-k",  # a faster start: neither of those plugins is used
+            "many_pending and 120-completion" if smoke else "many_pending"]
+    if smoke:  # in this interpreter (bench/smoke.py has imported the stack already), its report captured
+        import contextlib
+        import io
+
+        import pytest
+
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            returncode = int(pytest.main(args))
+        stdout = out.getvalue()
+    else:
+        env = {**os.environ, "AGENTS_CORE_BOUNDED_FULL": "1"}
+        proc = subprocess.run([sys.executable, "-m", "pytest", *args], capture_output=True, text=True, cwd=ROOT,
+                              env=env)
+        returncode, stdout = proc.returncode, proc.stdout
     seconds = {m.group(2): float(m.group(1)) for m in
-               re.finditer(r"([\d.]+)s call .*settles_and_the_session_runs_a_new_turn\[(\d+-\w+)\]", proc.stdout)}
-    print(json.dumps({"benchmark": "bounded_settlement", "passed": proc.returncode == 0,
+               re.finditer(r"([\d.]+)s call .*settles_and_the_session_runs_a_new_turn\[(\d+-\w+)\]", stdout)}
+    print(json.dumps({"benchmark": "bounded_settlement", "passed": returncode == 0,
                       "seconds_per_case": seconds,
                       "note": "moto emulation; each case builds the calls, settles and runs a new Turn"}))
-    return proc.returncode
+    return returncode
 
 
 if __name__ == "__main__":
