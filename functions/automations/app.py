@@ -93,4 +93,12 @@ def occurrence(event: dict) -> dict:
 def handler(event, context):
     if "httpMethod" not in event and "automation_id" in event:
         return occurrence(event)
+    if "httpMethod" not in event and "automations_tool" in event:  # a call of the Agent tool (outbox consumer)
+        from agents_core.automations import tool
+
+        call = event["automations_tool"]
+        logger.append_keys(session_id=call["session_id"])
+        tool.run(default_store(), call["tenant"], call["session_id"], call["turn_id"], call["call_id"],
+                 call.get("arguments"))
+        return {"status": "answered"}
     return entrypoint(app, event, context)

@@ -258,3 +258,34 @@ def test_a_busy_delivery_is_retried_as_the_same_occurrence_and_makes_one_session
     monkeypatch.setattr(sessions, "create", busy)
     failed = client.beta.agents.automations.invocations.create(automation.id)
     assert failed.status == "failed" and failed.error.code == "rate_limit_exceeded"
+
+
+def test_an_agent_schedules_its_own_wake_up_with_the_automations_tool(stack, client, runtime):
+    """The `automations` Agent tool: Core serves the call (no required action), the automation targets the calling
+    Session with created_by agent, and its occurrence wakes that Session. A native Harness cannot run it: 400."""
+    script = ('call automations {"action": "create", "name": "wake", "expression": "*/30 * * * *", '
+              '"timezone": "Asia/Tokyo", "instructions": "say Woke up."}\nsay Scheduled.')
+    session = client.beta.agents.sessions.create(environment=ENV, agent={"model": "gpt-5",
+                                                                         "tools": [{"type": "automations"}]},
+                                                 input=script)
+    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status == "idle")
+    [automation] = client.beta.agents.automations.list(session_id=session.id).data
+    assert (automation.created_by.type, automation.created_by.session_id) == ("agent", session.id)
+    assert automation.created_by.tool_call_id.startswith("call_")
+    assert (automation.expression, automation.timezone, automation.target.type) == ("*/30 * * * *", "Asia/Tokyo",
+                                                                                   "existing_session")
+    items = list(client.beta.agents.sessions.items.list(session.id, order="asc"))
+    output = next(i for i in items if i.type == "function_call_output")
+    assert automation.id in str(output.output)
+    assert client.beta.agents.sessions.retrieve(session.id).required_actions == []
+
+    stack.scheduler.fire_next(automation.id)  # its occurrence wakes the Session: a second Turn
+    wait_for(lambda: len(client.beta.agents.sessions.turns.list(session.id).data) == 2
+             and client.beta.agents.sessions.retrieve(session.id).status == "idle")
+    texts = [i.content[0].text for i in client.beta.agents.sessions.items.list(session.id, order="asc")
+             if i.type == "message" and i.role == "assistant"]
+    assert texts == ["Scheduled.", "Woke up."]
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.beta.agents.sessions.create(environment=ENV, agent={"model": "gpt-5", "tools": [{"type": "automations"}]},
+                                           input="hi", extra_body={"x_agents_core": {"harness": "codex"}})
+    assert "automations tool" in refused.value.body["message"]

@@ -163,6 +163,12 @@ def admit(
         at = f"agent.tools[{i}]"
         if isinstance(tool, wire.WebSearchTool):
             _check_web_search(decl, tool, resolved["tools"][i], at)
+        elif isinstance(tool, wire.AutomationsTool):
+            if not decl.automations_tool:
+                raise _reject("The harness cannot run the automations tool (Core serves it as a function only to "
+                              "Harnesses whose driver offers it: the scripted harness).", f"{at}.type")
+            if any(fn.name == AUTOMATIONS_FUNCTION for fn in functions):
+                raise _reject(f"A function named '{AUTOMATIONS_FUNCTION}' conflicts with the automations tool.", at)
         elif isinstance(tool, wire.ProgrammaticToolCallingTool):
             if tool.enabled not in decl.programmatic_tool_calling:
                 allowed = " or ".join(sorted(str(v).lower() for v in decl.programmatic_tool_calling))
@@ -172,6 +178,9 @@ def admit(
         else:
             _check_mcp(decl, tool, resolved["tools"][i], at, placement, environment, bool(functions))
     _check_output_schema(decl, resolved["text"]["format"])
+
+
+AUTOMATIONS_FUNCTION = "automations"  # the name the automations tool is called by
 
 
 def _check_execution_controls(decl: HarnessDeclaration, resolved: dict[str, Any]) -> None:

@@ -80,7 +80,7 @@ def required_capabilities(
     tools = snapshot.tools
     types = {t["type"] for t in tools}
     functions = [t for t in tools if t["type"] == "function"]
-    if functions:
+    if functions or "automations" in types:  # the automations tool is called as a function
         need.add("function_tools")
     if "tool_search" in types or any(f["defer_loading"] for f in functions):
         need.add("workspace_tool_search" if workspace else "tool_search")

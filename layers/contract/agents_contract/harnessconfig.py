@@ -49,6 +49,9 @@ class HarnessDeclaration:
     service_tiers: frozenset[str] = ALL_TIERS
     verbosities: frozenset[str] = ALL_VERBOSITIES
     whitespace_only_text: bool = True  # Claude Code and MiniMax Code cannot run a message that is only whitespace
+    # The `automations` tool, which Core serves as a function the Harness calls (agents_core.automations.tool):
+    # only where the Harness's driver offers it to its model (the scripted harness; not the native drivers yet).
+    automations_tool: bool = False
 
 
 # What each Harness really passes to its engine ("Reasoning efforts, summaries, service tiers and verbosities are
@@ -106,7 +109,7 @@ MINIMAX_CODE = HarnessDeclaration(
 )
 
 # The reference harness accepts everything the other three accept.
-SCRIPTED = HarnessDeclaration(name="scripted", tool_search=True)
+SCRIPTED = HarnessDeclaration(name="scripted", tool_search=True, automations_tool=True)
 
 NATIVE = {d.name: d for d in (CODEX, CLAUDE_CODE, MINIMAX_CODE)}
 DECLARATIONS = {**NATIVE, "scripted": SCRIPTED}

@@ -437,6 +437,8 @@ def resolve_tool(tool: wire.AnyTool) -> dict[str, Any]:
         return {"type": "tool_search"}
     if isinstance(tool, wire.ProgrammaticToolCallingTool):
         return {"type": "programmatic_tool_calling", "enabled": tool.enabled}
+    if isinstance(tool, wire.AutomationsTool):
+        return {"type": "automations"}
     if isinstance(tool, wire.WebSearchTool):
         location = None
         if tool.location is not None:

@@ -74,6 +74,13 @@ class WebSearchLocation(Wire):
     timezone: Optional[str] = None
 
 
+class AutomationsTool(Wire):
+    """`{"type": "automations"}`: the agent manages its own scheduled wake-ups (Core serves it:
+    agents_core.automations.tool)."""
+
+    type: Literal["automations"]
+
+
 class WebSearchTool(Wire):
     type: Literal["web_search"]
     mode: Optional[WebSearchMode] = None
@@ -131,14 +138,15 @@ class InlineMcpTool(_McpBase):
 
 
 SavedTool = Annotated[
-    Union[FunctionTool, ToolSearchTool, ProgrammaticToolCallingTool, McpTool, WebSearchTool],
+    Union[FunctionTool, ToolSearchTool, ProgrammaticToolCallingTool, McpTool, WebSearchTool, AutomationsTool],
     Field(discriminator="type"),
 ]
 InlineTool = Annotated[
-    Union[FunctionTool, ToolSearchTool, ProgrammaticToolCallingTool, InlineMcpTool, WebSearchTool],
+    Union[FunctionTool, ToolSearchTool, ProgrammaticToolCallingTool, InlineMcpTool, WebSearchTool, AutomationsTool],
     Field(discriminator="type"),
 ]
-AnyTool = Union[FunctionTool, ToolSearchTool, ProgrammaticToolCallingTool, McpTool, InlineMcpTool, WebSearchTool]
+AnyTool = Union[FunctionTool, ToolSearchTool, ProgrammaticToolCallingTool, McpTool, InlineMcpTool, WebSearchTool,
+                AutomationsTool]
 
 # ---- agent configuration -----------------------------------------------------------------------
 

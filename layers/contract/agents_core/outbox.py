@@ -58,5 +58,9 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
                     and not instances.follow(store, messenger, command) and not instances.hold(store, command):
                 # not moved (a rotation) and not held for a returning instance: it may have come back meanwhile
                 instances.follow(store, messenger, command)
+        elif kind == "automations_tool":  # a call of the automations tool: the automations function serves it
+            from .automations.tool import hand_over
+
+            hand_over(tenant, session_id, command)
         else:
             raise ValueError(f"unknown outbox command {kind!r}")

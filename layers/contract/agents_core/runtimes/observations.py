@@ -499,6 +499,8 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
                                     ref["output_index"]))
     if turn.cancel_requested:
         return
+    if name == "automations" and any(t["type"] == "automations" for t in draft.snapshot.tools):  # Core serves it
+        return draft.command({"type": "automations_tool", "turn_id": turn.id, "call_id": call_id, "args": arguments})
     draft.required_actions = [*draft.required_actions, action]
     draft.required_actions_bytes = held + added
     if turn.status != "waiting":
