@@ -95,6 +95,9 @@ def test_the_delivery_queue_dead_letters_after_every_attempt_of_the_retry_schedu
      {"QueueUrl": f"https://sqs.us-east-1.amazonaws.com/{template.ACCOUNT}/WebhookDeliveryQueue"}, True),
     ("ResultsFunction", "sqs", "SendMessageBatch",
      {"QueueUrl": f"https://sqs.us-east-1.amazonaws.com/{template.ACCOUNT}/WebhookDeliveryQueue"}, False),
+    # the outbox consumer hands a call of the automations Agent tool to the automations function, and only to it
+    ("StreamFunction", "lambda", "Invoke", {"FunctionName": template.function_arn("AutomationsFunction")}, True),
+    ("StreamFunction", "lambda", "Invoke", {"FunctionName": template.function_arn("SettleFunction")}, False),
 ])
 def test_least_privilege_as_the_local_iam_check_decides_it(env, principal, service, operation, params, allowed):
     if service == "kms":
