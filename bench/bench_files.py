@@ -5,7 +5,8 @@ files function's ASGI app behind the local REST gateway, moto's S3 and DynamoDB,
 - a 32 MiB file through client.uploads.upload_file_chunked in 4 MiB parts (parts, then the completion's S3
   multipart composition), and its download.
 MB/s are medians of a few rounds on this machine: moto in process, no network, so they bound our own code's cost
-(multipart parsing, composition, streaming), not AWS's. Artifact publication is not built yet (issue 38, item 5).
+(multipart parsing, composition, streaming), not AWS's. Artifact publication per MB: the reference Runtime's upload of a
+Turn's outputs through its presigned form to a moto S3 server on loopback.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def main() -> dict:
                 assert client.files.content(done.file.id).content == large
                 large_download.append(time.perf_counter() - t0)
                 client.files.delete(done.file.id)
+    publication = _publication()
     return emit("files", {
         "benchmark": "files",
         "note": "official SDK -> local REST gateway -> files function (ASGI) -> moto S3/DynamoDB, in process; "
@@ -64,7 +66,49 @@ def main() -> dict:
         "uploads_32mib_in_4mib_parts_mb_per_s": _rate(len(large), upload),
         "files_content_32mib_mb_per_s": _rate(len(large), large_download),
         "files_create_4mib_ms_p50": round(statistics.median(create) * 1000, 1),
+        **publication,
     })
+
+
+def _publication() -> dict:
+    """Artifact publication per MB: the reference Runtime's upload of a Turn's outputs through its presigned form
+    (runtime/environments/artifacts.publish, httpx2) to a moto S3 server on loopback, files of 1, 8 and 32 MiB."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from runtime.environments import artifacts
+
+    server = ThreadedMotoServer(port=0, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.get_host_and_port()[1]}"
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="x",
+                          aws_secret_access_key="x")  # noqa: S106 - moto
+        s3.create_bucket(Bucket="bench")
+        out = {}
+        with tempfile.TemporaryDirectory() as workspace:
+            outputs = os.path.join(workspace, "outputs")
+            os.mkdir(outputs)
+            for mib in (1, 8, 32):
+                rounds = []
+                for i in range(3):
+                    prefix = f"artifacts/t/s/turn_{mib}_{i}/"
+                    post = s3.generate_presigned_post("bench", prefix + "${filename}", ExpiresIn=600,
+                                                      Conditions=[["starts-with", "$key", prefix]])
+                    form = {"url": post["url"], "fields": {k: v for k, v in post["fields"].items() if k != "key"},
+                            "key_prefix": prefix, "outputs": "/workspace/outputs", "max_file_bytes": 100 * MiB,
+                            "max_files": 50, "max_turn_bytes": 1024 * MiB}
+                    baseline = artifacts.scan(workspace, form)[0]
+                    with open(os.path.join(outputs, "report.bin"), "wb") as fh:
+                        fh.write(os.urandom(mib * MiB))
+                    t0 = time.perf_counter()
+                    published = artifacts.publish(workspace, form, baseline)
+                    rounds.append(time.perf_counter() - t0)
+                    assert len(published["artifacts"]) == 1, published
+                out[f"artifact_publication_{mib}mib_ms_per_mb"] = round(statistics.median(rounds) * 1000 / mib, 1)
+        return out
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":
