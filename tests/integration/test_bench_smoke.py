@@ -6,6 +6,7 @@ under a temporary BENCH_RESULTS (make bench's own results and docs/cost.md stay 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -13,8 +14,11 @@ import subprocess
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-from smoke import ON_THE_LOCAL_STACK, in_process  # noqa: E402 - bench/ is no package on the test path
+_spec = importlib.util.spec_from_file_location("bench_smoke_runner", ROOT / "bench" / "smoke.py")
+assert _spec and _spec.loader
+_runner = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_runner)  # stdlib only at import: nothing of the benchmarks is loaded here
+ON_THE_LOCAL_STACK, in_process = _runner.ON_THE_LOCAL_STACK, _runner.in_process
 
 
 def run_smoke(args: list[str], results: pathlib.Path, timeout: float = 600, **env: str) -> list[dict]:
