@@ -64,3 +64,22 @@ def test_s3_calls_are_authorized_on_the_objects_they_name():
     assert iam_requests.requests("s3", "CopyObject", {"Bucket": "b", "Key": "files/n",
                                                       "CopySource": {"Bucket": "b", "Key": "uploads/p"}}, {}) == [
         ("s3:PutObject", "arn:aws:s3:::b/files/n", {}), ("s3:GetObject", "arn:aws:s3:::b/uploads/p", {})]
+
+
+def test_only_the_files_function_ships_python_multipart_so_nothing_else_imports_it():
+    """python-multipart is in functions/files/requirements.txt, not the layer: the layer modules other functions
+    import (admission, Session create, Dispatch, the Runtime gateway) must load without it."""
+    import subprocess
+    import sys
+
+    from local.template import ROOT
+
+    code = ("import sys; sys.modules['python_multipart'] = None\n"
+            "import agents_core.environments.hosted_preparation, agents_core.runtimes.dispatch, agents_core.sessions\n"
+            "import agents_core.runtimes.observations\n"
+            "from agents_core.files import artifacts, environment, records, uploads\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT / "layers" / "contract"), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "python-multipart" in (ROOT / "functions" / "files" / "requirements.txt").read_text()
+    assert "python-multipart" not in (ROOT / "layers" / "contract" / "requirements.txt").read_text()

@@ -20,7 +20,6 @@ from .. import keys
 from ..ids import new_id, now
 from ..pagination import page
 from ..store import DynamoStore, TransactionConflict
-from . import forms
 from .objects import ObjectStore, file_key
 
 KIND = "file"
@@ -48,6 +47,8 @@ def put_file(store: DynamoStore, objects: ObjectStore, tenant: str, record: dict
 
 def create(store: DynamoStore, objects: ObjectStore, tenant: str, content_type: Optional[str],
            body: bytes) -> dict[str, Any]:
+    from . import forms  # python-multipart ships with the files function only (functions/files)
+
     form = forms.parse(content_type, body, contract.MAX_FORM_BYTES)
     purpose = contract.check_purpose(form.fields.get("purpose"))
     contract.refuse_expiry(any(name.startswith("expires_after") for name in form.fields))

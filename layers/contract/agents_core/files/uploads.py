@@ -23,7 +23,6 @@ from agents_contract.errors import InvalidRequest, NotFound
 from .. import keys
 from ..ids import new_id, now
 from ..store import DynamoStore, TransactionConflict
-from . import forms
 from .objects import ObjectStore, file_key, part_key
 from .records import file_item, new_file_id
 
@@ -74,6 +73,8 @@ def create(store: DynamoStore, tenant: str, body: Any) -> dict[str, Any]:
 def add_part(store: DynamoStore, objects: ObjectStore, tenant: str, upload_id: str, content_type: Optional[str],
              body: bytes) -> dict[str, Any]:
     _pending(store, tenant, upload_id)
+    from . import forms  # python-multipart ships with the files function only (functions/files)
+
     form = forms.parse(content_type, body, contract.MAX_PART_BYTES + 64 * 1024)
     unknown = sorted((set(form.fields) | set(form.files)) - {"data"})
     if unknown:
