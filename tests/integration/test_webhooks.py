@@ -164,3 +164,20 @@ def test_tenants_are_isolated(stack, client):
         with pytest.raises(openai.NotFoundError):
             call()
     assert other.webhooks.list().data == []
+
+
+def test_a_delivery_that_fails_every_attempt_is_recorded_failed(stack, client, runtime, hooks):
+    """After the last retry (WEBHOOK_RETRY_SECONDS: three here, so four attempts) the delivery record says failed,
+    for the operator, and the queue's redrive policy moves the message to the dead-letter queue."""
+    endpoint = client.webhooks.create(name="down", url=hooks.url, event_types=["agent.session.created"])
+    hooks.statuses = [503] * 10
+    client.beta.agents.sessions.create(environment={"type": "none"}, agent={"model": "gpt-5"}, input="say Hi.")
+
+    def recorded():
+        data = client.get(f"/webhook_endpoints/{endpoint.id}/deliveries", cast_to=object)["data"]
+        return data and data[0]["status"] == "failed" and data[0]
+
+    record = wait_for(recorded)
+    assert (record["attempts"], record["status_code"], record["event_type"]) == (4, 503, "agent.session.created")
+    assert "answered 503" in record["error"] and len(hooks.requests) == 4
+    assert len({headers["webhook-id"] for headers, _ in hooks.requests}) == 1
