@@ -1,4 +1,4 @@
-"""Files in and out of a hosted Environment on the local stack (issue 38), with the official SDK, real Codex in a
+"""Files in and out of a hosted Environment on the local stack (issue 38), with the official SDK, real Codex and Claude Code in a
 bubblewrap sandbox on the reference hosted Runtime, and the scripted model provider: a File uploaded through the
 API is placed by id at preparation (the Runtime downloads it from the moto server's presigned URL), the Turn's
 shell copies it to /workspace/outputs/report.txt, and the completed Turn publishes it as an artifact (the Runtime
@@ -13,21 +13,24 @@ import openai
 import pytest
 
 from tests.e2e.conftest import tenant_client
-from tests.e2e.test_hosted_environments import finished, hosted_runtime  # noqa: F401 - the module's host
+from tests.e2e.test_hosted_environments import SHELL_TOOL, finished, hosted_runtime  # noqa: F401 - its host
 
 pytestmark = pytest.mark.e2e
 
 
-def test_a_file_by_id_is_read_by_the_turn_and_its_report_is_published(local_stack, hosted_runtime, tmp_path):
-    client, other = tenant_client(local_stack, "files-alice"), tenant_client(local_stack, "files-bob")
+@pytest.mark.parametrize("harness", ["codex", "claude_code"])
+def test_a_file_by_id_is_read_by_the_turn_and_its_report_is_published(local_stack, hosted_runtime, tmp_path, harness):
+    client = tenant_client(local_stack, f"files-alice-{harness}")
+    other = tenant_client(local_stack, f"files-bob-{harness}")
+    tool, argument = SHELL_TOOL[harness]
     data = b"id,total\n1,42\n2,58\n"
     uploaded = client.files.create(file=("orders.csv", data), purpose="user_data")
     shell = "mkdir -p /workspace/outputs && cp /workspace/in/orders.csv /workspace/outputs/report.txt"
     session = client.beta.agents.sessions.create(
         environment={"type": "openai_hosted",
                      "files": [{"type": "file_id", "file_id": uploaded.id, "path": "/workspace/in/orders.csv"}]},
-        agent={"model": "gpt-5"}, extra_body={"x_agents_core": {"harness": "codex"}},
-        input=f"call exec_command {json.dumps({'cmd': shell})}\nsay Reported.")
+        agent={"model": "gpt-5"}, extra_body={"x_agents_core": {"harness": harness}},
+        input=f"call {tool} {json.dumps({argument: shell})}\nsay Reported.")
     turn = finished(client, session.id)
     assert turn.status == "completed", (turn.model_extra, hosted_runtime.stderr.read_text()[-3000:])
     assert (hosted_runtime.workspace(session.environment.id) / "in" / "orders.csv").read_bytes() == data
