@@ -321,6 +321,9 @@ def main() -> int:
         f"{'yes' if met['turns'] else '**no**'} |",
         f"| per 1M waiting Turn-minutes (the Turn alone on its connection) | {_usd(wait['total'])} | "
         f"{TARGETS['usd_per_million_waiting_turn_minutes']:.2f} | {'yes' if met['waiting'] else '**no**'} |",
+        f"| per 1M waiting Turn-minutes (one more Turn on a connection that beats anyway, idle or busy) | "
+        f"{_usd(wait['marginal'])} | {TARGETS['usd_per_million_waiting_turn_minutes']:.2f} | "
+        f"{'yes' if wait['marginal'] * MILLION <= TARGETS['usd_per_million_waiting_turn_minutes'] else '**no**'} |",
         "",
         "## Per 1 million Turns (one function call each)",
         "",
