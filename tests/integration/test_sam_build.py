@@ -28,8 +28,12 @@ def _require(present: bool, what: str) -> None:
 @pytest.mark.slow
 def test_sam_build_without_containers(tmp_path):
     _require(sam is not None, "the SAM CLI")
+    # The layer's Makefile installs wheels with $(PYTHON) -m pip: here the SAM CLI's own interpreter, a plain venv
+    # Python, never a version manager's shim (pyenv's rehashes after every pip install behind a global lock file).
+    python = SAM.parent / "python"
+    env = {**os.environ, "PYTHON": str(python)} if python.exists() else None
     out = subprocess.run([sam, "build", "--build-dir", str(tmp_path / "build"), "--cache-dir", str(tmp_path / "cache")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     layer = tmp_path / "build" / "ContractLayer" / "python"
     assert (layer / "agents_contract" / "parser.py").exists()
