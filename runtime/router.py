@@ -4,6 +4,7 @@ posts one message). Which driver serves a Harness is decided once, at constructi
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -104,6 +105,8 @@ class Runtime:
                         self._hold(turn_id, message)  # ahead of its turn.start, which travels another path
                 elif not handle.done:
                     handle.deliver(message)
+        elif kind in ("environment.file.write", "environment.file.list"):  # environments.files, between Turns
+            threading.Thread(target=self._environment_file, args=(message,), daemon=True).start()
         elif kind == EXECUTOR_EXPECT and getattr(self, "exec_server_hub", None) is not None:
             self.exec_server_hub.on_message(message)  # an exec-server registered here (environments/exec_server.py)
         elif kind == TURN_ACK:
@@ -118,6 +121,25 @@ class Runtime:
             channel = self.channels.get(str(message.get(TURN_ID)))
             if channel is not None and (error.get("type") == "server_error" or error.get("code") == "rate_limit_exceeded"):
                 channel.resend_from(message.get(REF))  # transient: Core did not take it
+
+    def _environment_file(self, message: dict[str, Any]) -> None:
+        """Core's environments.files request for an Environment whose workspace this Runtime holds."""
+        import pathlib
+
+        from .environments.workspace_files import handle
+
+        root, uid = None, None
+        env_id = str(message.get("environment_id") or "")
+        if self.hosted is not None and env_id.startswith("env_") and "/" not in env_id:
+            root = pathlib.Path(self.hosted.directory) / "envs" / env_id / "workspace"
+            uid_file = root.parent / "uid"
+            uid = int(uid_file.read_text()) if uid_file.exists() and os.geteuid() == 0 else None
+        elif self.workspace is not None:
+            root = pathlib.Path(self.workspace.directory)
+        try:
+            self.send(handle(message, root, uid))
+        except ConnectionError:
+            log.info("environment file answer lost: the connection closed")
 
     def _hold(self, turn_id: str, message: dict[str, Any]) -> None:
         """Keeps a message for a Turn whose turn.start has not arrived yet (Core posts a steer or a

@@ -32,6 +32,17 @@ def create_environment():
     return json_response(201, hosted_preparation.create(default_store(), tenant(app), body(app)))
 
 
+@app.post("/v1/agents/environments/<environment_id>/files")
+def create_environment_file(environment_id: str):
+    """Bytes (inline or a File) copied into the connected Environment's workspace by the Runtime holding it."""
+    from agents_core.aws import default_messenger
+    from agents_core.files import environment_files
+    from agents_core.files.objects import default_objects
+
+    return json_response(200, environment_files.create(default_store(), default_objects(), default_messenger(),
+                                                       tenant(app), environment_id, body(app)))
+
+
 @app.post("/v1/agents/environments/<environment_id>/enrollments")
 def create_enrollment(environment_id: str):
     """Extension: an enrollment connects a machine as this self_hosted Environment's Runtime."""

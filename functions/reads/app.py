@@ -86,6 +86,16 @@ def list_environments():
     return json_response(200, environments.list_page(default_store(), tenant(app), list_params(q), q))
 
 
+@app.get("/v1/agents/environments/<environment_id>/files")
+def list_environment_files(environment_id: str):
+    """The live files of the connected Environment, as the Runtime holding its workspace lists them."""
+    from agents_core.aws import default_messenger
+    from agents_core.files import environment_files
+
+    return json_response(200, environment_files.list_page(default_store(), default_messenger(), tenant(app),
+                                                          environment_id, query(app)))
+
+
 @app.get("/v1/agents/environments/<environment_id>")
 def retrieve_environment(environment_id: str):
     return json_response(200, environments.retrieve(default_store(), tenant(app), environment_id))

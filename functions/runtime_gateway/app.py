@@ -91,6 +91,10 @@ def handler(event, context):
             connections.environment_idle(store, connection_id, message)
         elif action in EXECUTOR_ACTIONS:
             _exec_server(store, connection_id, conn, action, message)
+        elif action == "environment.file.result":  # a file write or listing the API function waits for
+            from agents_core.files import environment_files
+
+            environment_files.record(store, connection_id, conn, message)
         else:
             observations.observe(store, default_workflow(), connection_id, message, default_messenger())
     except AgentsError as error:

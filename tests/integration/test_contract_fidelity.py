@@ -273,9 +273,6 @@ def test_an_empty_message_event_is_a_400_naming_its_input(client, aws):
 def _not_built_calls(c, session_id):
     a = c.beta.agents
     return {
-        "environments.files.create": lambda: a.environments.files.create("env_1", path="/a", type="inline",
-                                                                          data="x"),
-        "environments.files.list": lambda: a.environments.files.list("env_1"),
         "environments.templates.create": lambda: a.environments.templates.create(),
         "environments.templates.retrieve": lambda: a.environments.templates.retrieve("tpl_1"),
         "environments.templates.update": lambda: a.environments.templates.update("tpl_1"),
@@ -298,7 +295,7 @@ def test_every_sdk_resource_not_built_answers_a_clear_400_and_writes_nothing(cli
         assert err.value.response.headers["x-should-retry"] == "false"
     assert scan(aws) == before
     # environments.create, .retrieve and .list, the six Subagent reads, Vaults and automations (issue 39) are built
-    assert len(calls) == 8
+    assert len(calls) == 6
 
 
 def test_not_built_resources_are_named_in_the_readme():

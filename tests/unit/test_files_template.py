@@ -46,7 +46,10 @@ def test_each_function_reaches_only_the_object_kinds_it_uses():
                                                                   ("s3:DeleteObject", "/artifacts/*")},
         "DispatchFunction": {("s3:GetObject", "/files/*"), ("s3:PutObject", "/artifacts/*")},  # it signs URLs and forms
         "RuntimeGatewayFunction": {("s3:GetObject", "/artifacts/*")},
-        "AdmissionFunction": {("s3:DeleteObject", "/artifacts/*")},
+        # deletes a deleted Session's artifacts; stages environments.files.create's inline bytes, signs File URLs
+        "AdmissionFunction": {("s3:DeleteObject", "/artifacts/*"), ("s3:PutObject", "/envfiles/*"),
+                              ("s3:GetObject", "/envfiles/*"), ("s3:DeleteObject", "/envfiles/*"),
+                              ("s3:GetObject", "/files/*")},
     }
 
 

@@ -128,6 +128,7 @@ EXAMPLES = [
     ("artifact_sk", ("art_1",), "ARTIFACT#art_1"),
     ("artifact", (T, S, "art_1"), {"PK": "T#tenant-a#SESSION#sess_1", "SK": "ARTIFACT#art_1"}),
     ("artifacts_of_session", (T, S), {"pk": "T#tenant-a#SESSION#sess_1", "sk_prefix": "ARTIFACT#"}),
+    ("environment_file_op", (T, "env_1", "efop_1"), {"PK": "T#tenant-a#ENV#env_1", "SK": "FILEOP#efop_1"}),
 ]
 # What reads a key back rather than builds one
 READERS = {"address", "sort_key", "list_position", "item_position", "runtime_item_id", "is_call",

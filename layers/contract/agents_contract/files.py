@@ -181,3 +181,65 @@ def artifact_path(value: Any) -> Optional[str]:
     if any(p in ("", ".", "..") for p in parts):
         return None
     return value
+
+
+# ---- Environment files (`client.beta.agents.environments.files`) ---------------------------------------------
+
+WORKSPACE = "/workspace"
+MAX_ENVIRONMENT_FILE_BYTES = 4 * MiB  # inline data reaches Lambda inside its 6 MB invocation payload
+MAX_INLINE_DATA_CHARS = 6_990_508  # the official bound on `data`
+_RESERVED_FIRST = re.compile(r"^(\.codex|\.managed-agents(-.*)?)$")
+
+
+def check_environment_path(value: Any, param: str = "path") -> str:
+    """An absolute POSIX path inside /workspace, as the official service words its 400."""
+    bad = InvalidRequest("path must be an absolute POSIX path inside /workspace", param=param)
+    if not isinstance(value, str) or not value.startswith(WORKSPACE + "/") or len(value) > 4096:
+        raise bad
+    parts = value[len(WORKSPACE) + 1:].split("/")
+    if any(p in ("", ".", "..") for p in parts) or "\x00" in value or "\\" in value:
+        raise bad
+    if any(len(p.encode("utf-8", "surrogatepass")) > 255 for p in parts):
+        raise InvalidRequest("A path component is longer than 255 bytes.", param=param)
+    if _RESERVED_FIRST.match(parts[0]) or value == OUTPUTS:
+        raise InvalidRequest(f"{value} is reserved: .codex, .managed-agents* and /workspace/outputs itself cannot be "
+                             "written.", param=param)
+    return value
+
+
+def parse_environment_file(body: Any) -> tuple[str, str, Any]:
+    """(type, path, decoded bytes or file id) of `environments.files.create`."""
+    import base64
+    import binascii
+
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.", param=None)
+    kind = body.get("type")
+    if kind not in ("inline", "file_id"):
+        raise InvalidRequest("Invalid value for 'type': expected 'inline' or 'file_id'.", param="type")
+    member = "data" if kind == "inline" else "file_id"
+    unknown = sorted(set(body) - {"type", "path", member})
+    if unknown:
+        raise InvalidRequest(f"Unknown parameter: '{unknown[0][:64]}'.", param=unknown[0][:64], code="unknown_parameter")
+    for name in ("path", member):
+        if name not in body:
+            raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name)
+    path = check_environment_path(body["path"])
+    if kind == "file_id":
+        if not isinstance(body["file_id"], str) or not 1 <= len(body["file_id"]) <= 256:
+            raise InvalidRequest("Invalid 'file_id': expected a file id (1 to 256 characters).", param="file_id")
+        return kind, path, body["file_id"]
+    data = body["data"]
+    if not isinstance(data, str) or len(data) > MAX_INLINE_DATA_CHARS:
+        raise InvalidRequest(f"Invalid 'data': standard base64 of at most {MAX_INLINE_DATA_CHARS} characters.",
+                             param="data")
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidRequest("Invalid 'data': expected standard base64.", param="data") from None
+    check_size(len(decoded), MAX_ENVIRONMENT_FILE_BYTES, "data", "The file (use a file_id for larger files)")
+    return kind, path, decoded
+
+
+def environment_file_resource(environment_id: str, path: str, size: int) -> dict[str, Any]:
+    return {"environment_id": environment_id, "object": "agent.environment.file", "path": path, "size_bytes": size}

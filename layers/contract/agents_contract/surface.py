@@ -17,7 +17,6 @@ _SEGMENT = r"[^/]+"
 # (path pattern under /v1, what the SDK calls it), most specific first.
 NOT_BUILT: tuple[tuple[str, str], ...] = (
     (r"agents/environments/templates(/.*)?", "Environment templates (client.beta.agents.environments.templates)"),
-    (rf"agents/environments/{_SEGMENT}/files(/.*)?", "Environment files (client.beta.agents.environments.files)"),
     (rf"agents/sessions/{_SEGMENT}/traces(/.*)?", "Traces (client.beta.agents.sessions.traces)"),
 )
 _COMPILED = tuple((re.compile(rf"^/v1/{pattern}$"), name) for pattern, name in NOT_BUILT)

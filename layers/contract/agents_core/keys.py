@@ -546,9 +546,9 @@ def _by_time(ts: int, connection_id: str) -> str:
     return f"{ts:012d}#{connection_id}"
 
 
-# ---- Files and Uploads (agents_core/files; the bytes are S3 objects, agents_core/files/objects.py) ----
+# ---- Files, Uploads, Session artifacts, Environment file answers (agents_core/files; bytes in S3) ----
 
-_UPLOAD_PART = "PART#"
+_UPLOAD_PART, _ARTIFACT = "PART#", "ARTIFACT#"
 
 
 def file(tenant: str, file_id: str) -> Key:
@@ -579,11 +579,6 @@ def parts_of_upload(tenant: str, upload_id: str) -> Range:
     return {"pk": upload_partition(tenant, upload_id), "sk_prefix": _UPLOAD_PART}
 
 
-# ---- Session artifacts (agents_core/files/artifacts.py): in the Session's partition ------------------
-
-_ARTIFACT = "ARTIFACT#"
-
-
 def artifact_sk(artifact_id: str) -> str:
     return f"{_ARTIFACT}{artifact_id}"
 
@@ -594,3 +589,7 @@ def artifact(tenant: str, session_id: str, artifact_id: str) -> Key:
 
 def artifacts_of_session(tenant: str, session_id: str) -> Range:
     return {"pk": session_partition(tenant, session_id), "sk_prefix": _ARTIFACT}
+
+
+def environment_file_op(tenant: str, env_id: str, op_id: str) -> Key:  # a Runtime's answer (environment_files.py)
+    return _key(f"T#{tenant}#ENV#{env_id}", f"FILEOP#{op_id}")

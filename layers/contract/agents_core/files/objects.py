@@ -33,6 +33,9 @@ def _tenant(tenant: str) -> str:
     return quote(tenant, safe="")
 
 
+quote_tenant = _tenant
+
+
 def file_key(tenant: str, file_id: str) -> str:
     return f"files/{_tenant(tenant)}/{file_id}"
 
