@@ -6,12 +6,14 @@ uploads it through its Turn's form) whose bytes equal the File's; another tenant
 
 from __future__ import annotations
 
+import base64
 import json
 import types
 
 import openai
 import pytest
 
+from local.inprocess import wait_for
 from tests.e2e.conftest import tenant_client
 from tests.e2e.test_hosted_environments import SHELL_TOOL, finished, hosted_runtime  # noqa: F401 - its host
 
@@ -68,3 +70,21 @@ def test_the_scripted_harness_reads_and_writes_the_hosted_workspace(local_stack,
     assert artifact.path == "/workspace/outputs/summary.txt"
     assert client.beta.agents.sessions.artifacts.content(artifact.id, session_id=session.id).content == \
         b"one line, no newline"
+    # between Turns: another file through environments.files (the host that holds the workspace writes it)
+    env_id = session.environment.id
+    added = client.beta.agents.environments.files.create(env_id, type="inline", path="/workspace/more/added.txt",
+                                                         data=base64.b64encode(b"added between Turns").decode())
+    assert (added.path, added.size_bytes) == ("/workspace/more/added.txt", 19)
+    listed = {f.path for f in client.beta.agents.environments.files.list(env_id)}
+    assert {"/workspace/notes.txt", "/workspace/more/added.txt", "/workspace/outputs/summary.txt"} <= listed
+    with pytest.raises(openai.BadRequestError):
+        client.beta.agents.environments.files.create(env_id, type="inline", path="/workspace/outputs", data="eA==")
+    client.beta.agents.sessions.events.create(session.id, events=[{
+        "type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "read /workspace/more/added.txt"}]}]}])
+    wait_for(lambda: len(client.beta.agents.sessions.turns.list(session.id).data) == 2, timeout=30)
+    second = finished(client, session.id)
+    assert second.status == "completed", (second.model_extra, hosted_runtime.stderr.read_text()[-3000:])
+    texts = [i.content[0].text for i in client.beta.agents.sessions.items.list(session.id, order="asc").data
+             if i.type == "message" and i.role == "assistant"]
+    assert texts[-1] == "added between Turns"
