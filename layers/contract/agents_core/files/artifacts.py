@@ -48,9 +48,11 @@ def upload_form(tenant: str, session_id: str, turn_id: str, seconds: int,
 def publish(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, Any],
             objects: Optional[ObjectStore] = None) -> None:
     """In the commit of a hosted Turn's `turn.completed`: one row per verified artifact."""
-    environment = draft.snapshot.environment
     entries, skipped = msg.get("artifacts"), msg.get("artifacts_skipped")
-    if environment.get("type") != "openai_hosted" or not (entries or skipped):
+    if not (entries or skipped):
+        return  # most completions: the snapshot is not even read
+    environment = draft.snapshot.environment
+    if environment.get("type") != "openai_hosted":
         return
     from ..environments.placement import session_environment_id
 
