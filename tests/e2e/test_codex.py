@@ -213,3 +213,32 @@ def test_an_idle_process_beyond_the_warm_limit_stops_and_its_session_resumes(cli
     assert items[-1].content[0].text == "back again"
     resumed = requests_of(codex, "say back again")[-1]["body"]["input"]
     assert "first session" in json.dumps(resumed)  # a new process, the same native thread
+
+
+def test_real_codex_schedules_its_own_wake_up_with_the_automations_tool(client, codex):
+    """Issue 39: the `automations` Agent tool on real Codex. turn.start carries it as a function, Codex offers it
+    to its model as a dynamic tool, and Core serves the model's call: no required action, an automation targeting
+    the Session with created_by agent and the call's id, and Codex gets the tool result."""
+    script = ('call automations {"action": "create", "name": "check-in", "expression": "0 9 * * 1-5", '
+              '"timezone": "Europe/Paris", "instructions": "say Good morning."}\nsay Scheduled your check-in.')
+    session = create(client, script, tools=[{"type": "automations"}])
+    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status == "idle", timeout=30)
+    [automation] = client.beta.agents.automations.list(session_id=session.id).data
+    assert (automation.created_by.type, automation.created_by.session_id) == ("agent", session.id)
+    assert (automation.expression, automation.timezone, automation.status) == ("0 9 * * 1-5", "Europe/Paris", "active")
+    assert automation.target.type == "existing_session" and automation.target.session_id == session.id
+    items = client.beta.agents.sessions.items.list(session.id, order="asc").data
+    call = next(i for i in items if i.type == "function_call")
+    assert (call.name, automation.created_by.tool_call_id) == ("automations", call.call_id)
+    output = next(i for i in items if i.type == "function_call_output")
+    assert automation.id in str(output.output)
+    assert items[-1].content[0].text == "Scheduled your check-in."
+    assert client.beta.agents.sessions.retrieve(session.id).required_actions == []
+    # what Codex offered its model: the automations function with its schema, and our result sent back
+    sent = requests_of(codex, "Scheduled your check-in.")
+    offered = [t for t in sent[0]["body"].get("tools") or [] if t.get("name") == "automations"]
+    assert offered and offered[0]["parameters"]["properties"]["action"]["enum"] == ["create", "list", "update",
+                                                                                   "delete"]
+    outputs = [i for r in sent for i in r["body"]["input"] if i.get("type") == "function_call_output"]
+    assert outputs and outputs[-1]["call_id"] == call.call_id and automation.id in outputs[-1]["output"]
+    client.beta.agents.automations.delete(automation.id)

@@ -285,7 +285,11 @@ def test_an_agent_schedules_its_own_wake_up_with_the_automations_tool(stack, cli
     texts = [i.content[0].text for i in client.beta.agents.sessions.items.list(session.id, order="asc")
              if i.type == "message" and i.role == "assistant"]
     assert texts == ["Scheduled.", "Woke up."]
-    with pytest.raises(openai.BadRequestError) as refused:
-        client.beta.agents.sessions.create(environment=ENV, agent={"model": "gpt-5", "tools": [{"type": "automations"}]},
+    before = len(client.beta.agents.sessions.list().data)
+    own = {"type": "function", "name": "automations", "description": "mine", "parameters": {"type": "object"}}
+    with pytest.raises(openai.BadRequestError) as refused:  # a function of that name beside it: 400, nothing written
+        client.beta.agents.sessions.create(environment=ENV, agent={"model": "gpt-5", "tools": [{"type": "automations"},
+                                                                                            own]},
                                            input="hi", extra_body={"x_agents_core": {"harness": "codex"}})
-    assert "automations tool" in refused.value.body["message"]
+    assert refused.value.body["message"] == "A function named 'automations' conflicts with the automations tool."
+    assert len(client.beta.agents.sessions.list().data) == before

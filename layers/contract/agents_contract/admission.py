@@ -166,7 +166,7 @@ def admit(
         elif isinstance(tool, wire.AutomationsTool):
             if not decl.automations_tool:
                 raise _reject("The harness cannot run the automations tool (Core serves it as a function only to "
-                              "Harnesses whose driver offers it: the scripted harness).", f"{at}.type")
+                              "Harnesses whose driver offers it).", f"{at}.type")
             if any(fn.name == AUTOMATIONS_FUNCTION for fn in functions):
                 raise _reject(f"A function named '{AUTOMATIONS_FUNCTION}' conflicts with the automations tool.", at)
         elif isinstance(tool, wire.ProgrammaticToolCallingTool):

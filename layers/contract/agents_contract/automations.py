@@ -88,6 +88,37 @@ class AgentToolCall(Wire):
     run_at: Optional[int] = None
 
 
+TOOL_NAME = "automations"  # the function a Harness's model calls for the `automations` Agent tool
+TOOL_DESCRIPTION = ("Manage your own scheduled wake-ups in this session: create (a five-field cron `expression` with "
+                    "an IANA `timezone`, or a one-time `run_at` in Unix seconds, and the `instructions` you will be "
+                    "sent), list, update or delete them (by `automation_id`).")
+_TOOL_FIELDS = {
+    "action": "What to do with your wake-ups.",
+    "automation_id": "The wake-up to update or delete (from create or list).",
+    "name": "A short name for the wake-up (create, update).",
+    "instructions": "The message you will be sent at each wake-up (create, update).",
+    "expression": "A standard five-field cron expression, for a periodic wake-up (create, update).",
+    "timezone": "The IANA time zone of the cron expression, e.g. Europe/Paris (default UTC).",
+    "run_at": "A future Unix timestamp in seconds, for a one-time wake-up instead of an expression.",
+}
+
+
+def tool_function() -> dict[str, Any]:
+    """The `automations` tool as the function tool a Harness offers its model (turn.start carries it in place of
+    `{"type": "automations"}`, so each driver offers it as any declared function): the JSON schema of
+    `AgentToolCall`, each optional field as its plain type."""
+    schema = AgentToolCall.model_json_schema()
+    properties = {}
+    for name, prop in schema["properties"].items():
+        plain = next((p for p in prop.get("anyOf", [prop]) if p.get("type") != "null"), prop)
+        properties[name] = {k: v for k, v in plain.items() if k not in ("title", "default")} | {
+            "description": _TOOL_FIELDS[name]}
+    parameters = {"type": "object", "properties": properties, "required": schema["required"],
+                  "additionalProperties": False}
+    return {"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION, "parameters": parameters,
+            "defer_loading": False}
+
+
 def parse_create(body: Any) -> PeriodicCreate | OnceCreate:
     if not isinstance(body, dict):
         validation.parse(PeriodicCreate, body)  # the official "Invalid type for 'body'" 400

@@ -50,8 +50,9 @@ class HarnessDeclaration:
     verbosities: frozenset[str] = ALL_VERBOSITIES
     whitespace_only_text: bool = True  # Claude Code and MiniMax Code cannot run a message that is only whitespace
     # The `automations` tool, which Core serves as a function the Harness calls (agents_core.automations.tool):
-    # only where the Harness's driver offers it to its model (the scripted harness; not the native drivers yet).
-    automations_tool: bool = False
+    # turn.start carries it as a function tool, which every driver offers its model as any declared function
+    # (Codex dynamic tools, Claude Code's and MiniMax Code's functions MCP server, the scripted harness's calls).
+    automations_tool: bool = True
 
 
 # What each Harness really passes to its engine ("Reasoning efforts, summaries, service tiers and verbosities are
@@ -109,7 +110,7 @@ MINIMAX_CODE = HarnessDeclaration(
 )
 
 # The reference harness accepts everything the other three accept.
-SCRIPTED = HarnessDeclaration(name="scripted", tool_search=True, automations_tool=True)
+SCRIPTED = HarnessDeclaration(name="scripted", tool_search=True)
 
 NATIVE = {d.name: d for d in (CODEX, CLAUDE_CODE, MINIMAX_CODE)}
 DECLARATIONS = {**NATIVE, "scripted": SCRIPTED}

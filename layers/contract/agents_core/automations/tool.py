@@ -24,10 +24,7 @@ from ..pagination import ListParams
 from ..store import DynamoStore
 from . import manage
 
-NAME = "automations"  # the function the Harness calls
-DESCRIPTION = ("Manage your own scheduled wake-ups in this session: create (a five-field cron `expression` with an "
-               "IANA `timezone`, or a one-time `run_at` in Unix seconds, and the `instructions` you will be sent), "
-               "list, update or delete them (by `automation_id`).")
+NAME, DESCRIPTION = contract.TOOL_NAME, contract.TOOL_DESCRIPTION  # the function the Harness calls
 
 
 def serves(snapshot_tools: list[dict[str, Any]]) -> bool:

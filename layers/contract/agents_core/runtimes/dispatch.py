@@ -200,7 +200,7 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
         raise ConnectionError("session vanished")
     snapshot = Snapshot.from_json(unpack(session["snapshot"]))
     items = _turn_input(store, tenant, session_id, turn_id, turn)
-    agent = snapshot.agent
+    agent = _offered(snapshot.agent)
     return {
         "type": protocol.TURN_START, "tenant": tenant, "session_id": session_id, "turn_id": turn_id,
         "harness": snapshot.harness, "impersonate": snapshot.impersonate,
@@ -214,6 +214,16 @@ def start_message(store: DynamoStore, tenant: str, session_id: str, turn_id: str
             "tool_search": any(t["type"] == "tool_search" for t in agent["tools"]),
         },
     }
+
+
+def _offered(agent: dict[str, Any]) -> dict[str, Any]:
+    """The agent as the Runtime gets it: the `automations` tool, which Core serves, becomes the function the
+    Harness offers its model (agents_core.automations.tool answers its calls), like any declared function."""
+    if not any(t["type"] == "automations" for t in agent["tools"]):
+        return agent
+    from agents_contract.automations import tool_function
+
+    return {**agent, "tools": [tool_function() if t["type"] == "automations" else t for t in agent["tools"]]}
 
 
 def _environment(store: DynamoStore, tenant: str, session_id: str, environment: dict[str, Any],
