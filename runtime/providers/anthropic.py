@@ -31,7 +31,7 @@ from . import script
 if TYPE_CHECKING:
     from . import _Handler
 
-VERBS = ("say", "answer", "call", "mcp", "parallel", "sleep", "fail", "spawn", "wait")
+VERBS = ("say", "answer", "call", "mcp", "parallel", "sleep", "fail", "spawn", "wait", "write", "read")
 TOOL_SEARCH = "ToolSearch"
 STRUCTURED_OUTPUT = "StructuredOutput"
 AGENT = "Agent"  # Claude Code's subagent tool
@@ -68,6 +68,7 @@ class State:
     outputs: int = 0  # caller function results that came back after it
     searches: int = 0  # ToolSearch results since the last function result
     structured: bool = False  # a successful StructuredOutput result came back after it
+    last_output: str = ""  # the newest caller function result's text (a `read` step answers it)
 
 
 def conversation_state(body: dict[str, Any]) -> State:
@@ -94,6 +95,7 @@ def conversation_state(body: dict[str, Any]) -> State:
                     state.structured = state.structured or not block.get("is_error")
                 else:
                     state.outputs, state.searches = state.outputs + 1, 0
+                    state.last_output = "\n".join(_texts(block.get("content")))
                 for text in _texts(block.get("content")):
                     found = STEERED.search(text)
                     if found:  # steering joined the running Turn inside this result
@@ -132,7 +134,8 @@ def plan_blocks(body: dict[str, Any]) -> tuple[script.Response, list[dict[str, A
     """(the script's response, the content blocks to answer with, the stop reason)."""
     state = conversation_state(body)
     # `wait NAME` is nothing here: the Agent call of `spawn` already waited for the child
-    plan = script.next_response([s for s in script.parse(state.script) if s.verb != "wait"], state.outputs)
+    plan = script.next_response([s for s in script.parse(state.script) if s.verb != "wait"], state.outputs,
+                                state.last_output)
     tools = _offered(body)
     blocks: list[dict[str, Any]] = []
     texts = list(plan.texts)
@@ -149,8 +152,8 @@ def plan_blocks(body: dict[str, Any]) -> tuple[script.Response, list[dict[str, A
     if not plan.calls:
         return plan, blocks, "end_turn"
     # an `mcp` step: Claude Code names a server's tool mcp__LABEL__TOOL
-    natives = [(f"mcp__{call.server}__{call.name}", True) if call.server else _resolve(call.name, tools)
-               for call in plan.calls]
+    natives = [(f"mcp__{call.server}__{call.name}", True) if call.server else ("Bash", True) if call.command_line
+               else _resolve(call.name, tools) for call in plan.calls]
     natives = [(AGENT, True) if call.verb == "spawn" else native for call, native in zip(plan.calls, natives,
                                                                                         strict=True)]
     unloaded = sorted({native for native, loaded in natives if not loaded})
@@ -158,7 +161,11 @@ def plan_blocks(body: dict[str, Any]) -> tuple[script.Response, list[dict[str, A
         blocks.append(_tool_use(TOOL_SEARCH, {"query": "select:" + ",".join(unloaded), "max_results": 5}))
         return plan, blocks, "tool_use"
     for call, (native, _) in zip(plan.calls, natives, strict=True):
-        arguments = _agent_input(call) if call.verb == "spawn" else call.arguments
+        arguments = call.arguments
+        if call.verb == "spawn":
+            arguments = _agent_input(call)
+        elif call.command_line:  # a `write`/`read` step: Claude Code's own Bash tool
+            arguments = json.dumps({"command": call.command_line})
         blocks.append(_tool_use(native, json.loads(arguments), arguments))
     return plan, blocks, "tool_use"
 

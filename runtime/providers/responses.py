@@ -83,6 +83,8 @@ def _call_item(call: script.Step, body: dict[str, Any]) -> dict[str, Any]:
         agent = _spawned_agent(body, spawn.script) if spawn else ""
         name, namespace = "wait_agent", SUBAGENTS
         arguments = json.dumps({"targets": [agent], "timeout_ms": 3600000})
+    elif call.command_line:  # a `write`/`read` step: Codex's own shell tool
+        name, namespace, arguments = "exec_command", None, json.dumps({"cmd": call.command_line})
     else:
         name, namespace, arguments = call.name, None, call.arguments
     item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:24]}", "status": "completed",
@@ -92,9 +94,21 @@ def _call_item(call: script.Step, body: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+def last_output(body: dict[str, Any]) -> str:
+    """The newest function output's text (an exec_command output's own text after Codex's `Output:` header)."""
+    found = ""
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            output = item.get("output")
+            found = output if isinstance(output, str) else _text({"content": output}) if isinstance(output, list) \
+                else json.dumps(output)
+    head, marker, rest = found.partition("Output:\n")
+    return rest if marker and "Process exited" in head or marker and "Wall time" in head else found
+
+
 def answer(handler: _Handler, body: dict[str, Any]) -> None:
     text, outputs = conversation_state(body)
-    plan = script.next_response(script.parse(text), outputs)
+    plan = script.next_response(script.parse(text), outputs, last_output(body))
     if plan.sleep:
         time.sleep(plan.sleep)
     if plan.fail is not None:

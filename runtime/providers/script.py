@@ -15,6 +15,9 @@ itself (reminders, notifications, its environment, its own notes) is never the s
                           (Codex: multi_agent_v1 spawn_agent with fork_context; Claude Code: the Agent tool)
     wait NAME             wait for that child (Codex: wait_agent on it; Claude Code: nothing, its Agent call
                           already waited)
+    write PATH TEXT       write TEXT (UTF-8, the rest of the line, no newline) to PATH in the workspace, through
+                          the Harness's own shell tool (Codex: exec_command; Claude Code: Bash)
+    read PATH             read PATH through that shell tool, then answer its content as the assistant's text
 
 One model response runs from the current line through the next call (inclusive) or to the end.
 """
@@ -22,6 +25,8 @@ One model response runs from the current line through the next call (inclusive) 
 from __future__ import annotations
 
 import json
+import posixpath
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -35,6 +40,7 @@ class Step:
     seconds: float = 0.0
     script: str = ""  # a `spawn` step's child script
     server: str = ""  # an `mcp` step's server label (`name` is then the server's tool)
+    command_line: str = ""  # a `write`/`read` step's command for the Harness's own shell tool
 
 
 @dataclass
@@ -107,6 +113,14 @@ def parse(script: str) -> list[Step]:
             count, _, call = rest.strip().partition(" ")
             name, _, raw = call.strip().partition(" ")
             steps += [Step("call", name=name, arguments=_arguments(raw))] * max(1, int(count))
+        elif verb in ("write", "read"):
+            path, _, text = rest.strip().partition(" ")
+            if verb == "write":
+                command = f"mkdir -p {shlex.quote(posixpath.dirname(path) or '.')} && printf %s {shlex.quote(text)} > " \
+                          f"{shlex.quote(path)}"
+                steps.append(Step("call", name="shell", command_line=command))
+            else:
+                steps += [Step("call", name="shell", command_line=f"cat {shlex.quote(path)}"), Step("echo")]
         elif verb == "sleep":
             steps.append(Step("sleep", seconds=float(rest or 1)))
         elif verb == "fail":
@@ -116,8 +130,9 @@ def parse(script: str) -> list[Step]:
     return steps
 
 
-def next_response(steps: list[Step], outputs_back: int) -> Response:
-    """The response after `outputs_back` function outputs came back for this script."""
+def next_response(steps: list[Step], outputs_back: int, last_output: str = "") -> Response:
+    """The response after `outputs_back` function outputs came back for this script (`last_output`: the text of the
+    newest, which a `read` step answers)."""
     response = Response()
     index = 0
     skip = outputs_back
@@ -134,6 +149,8 @@ def next_response(steps: list[Step], outputs_back: int) -> Response:
                 continue
             response.calls = group
             return response
+        if step.verb == "echo":
+            response.texts.append(last_output)
         if step.verb in ("say", "answer"):
             response.texts.append(step.text)
             response.answered = response.answered or step.verb == "answer"

@@ -88,3 +88,24 @@ def test_the_scripted_harness_reads_and_writes_the_hosted_workspace(local_stack,
     texts = [i.content[0].text for i in client.beta.agents.sessions.items.list(session.id, order="asc").data
              if i.type == "message" and i.role == "assistant"]
     assert texts[-1] == "added between Turns"
+
+
+@pytest.mark.parametrize("harness", ["codex", "claude_code"])
+def test_the_scripted_model_reads_and_writes_through_the_native_shell_tool(local_stack, hosted_runtime, harness):
+    """`write PATH TEXT` and `read PATH` played by the scripted model provider through the Harness's own shell tool
+    (Codex exec_command, Claude Code Bash): the written output is published, the read file is the answer."""
+    client = tenant_client(local_stack, f"files-dave-{harness}")
+    uploaded = client.files.create(file=("orders.csv", b"id,total\n1,42"), purpose="user_data")
+    session = client.beta.agents.sessions.create(
+        environment={"type": "openai_hosted",
+                     "files": [{"type": "file_id", "file_id": uploaded.id, "path": "/workspace/in/orders.csv"}]},
+        agent={"model": "gpt-5"}, extra_body={"x_agents_core": {"harness": harness}},
+        input="write /workspace/outputs/report.txt 42 rows, no newline\nread /workspace/in/orders.csv")
+    turn = finished(client, session.id)
+    assert turn.status == "completed", (turn.model_extra, hosted_runtime.stderr.read_text()[-3000:])
+    texts = [i.content[0].text for i in client.beta.agents.sessions.items.list(session.id, order="asc").data
+             if i.type == "message" and i.role == "assistant"]
+    assert texts[-1].strip() == "id,total\n1,42", texts
+    [artifact] = client.beta.agents.sessions.artifacts.list(session.id).data
+    assert client.beta.agents.sessions.artifacts.content(artifact.id, session_id=session.id).content == \
+        b"42 rows, no newline"
