@@ -12,10 +12,14 @@
 - "Claude Code starts the server with command and args in the directory of its own process, which
   is the workspace directory".
 - "Anonymous Claude requests send a blank Authorization header to suppress native OAuth injection."
+- "... and requires static inventories": each declared stdio server runs behind `static_relay.py`, which refuses
+  one announcing `tools.listChanged` (`StaticRelay`).
 """
 
 from __future__ import annotations
 
+import pathlib
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..common import one, output_schema, placement, tools_of
@@ -24,6 +28,23 @@ FUNCTIONS_SERVER = "functions"  # the adapter's own MCP server carrying the call
 NATIVE_TO_LEAVE = ("StructuredOutput", "ToolSearch")
 WORKSPACE_EXCLUDED = ("AskUserQuestion", "CronCreate", "CronDelete", "CronList", "ScheduleWakeup", "Workflow",
                       "BashOutput", "KillShell", "ListAgents")
+
+
+RELAY_SOURCE = (pathlib.Path(__file__).parent / "static_relay.py").read_text()
+
+
+@dataclass(frozen=True)
+class StaticRelay:
+    """How a declared stdio server starts behind the static-inventory relay: `python`, the interpreter where
+    Claude Code runs it; `marks`, the directory (as seen there) where the relay writes a refusal, one file per
+    server label (labels are ASCII letters, digits, underscore and hyphen)."""
+
+    python: str
+    marks: str
+
+    def entry(self, label: str, command: str, args: list[str]) -> dict[str, Any]:
+        return {"type": "stdio", "command": self.python,
+                "args": ["-I", "-c", RELAY_SOURCE, label, f"{self.marks}/{label}", "--", command, *args]}
 
 
 def _functions_server(start: dict[str, Any]) -> Optional[dict[str, Any]]:
@@ -35,7 +56,8 @@ def _functions_server(start: dict[str, Any]) -> Optional[dict[str, Any]]:
          "_meta": {"anthropic/alwaysLoad": not f["defer_loading"]}} for f in functions]}
 
 
-def _mcp_servers(start: dict[str, Any], credentials: Optional[dict[str, str]]) -> dict[str, Any]:
+def _mcp_servers(start: dict[str, Any], credentials: Optional[dict[str, str]],
+                 relay: Optional[StaticRelay] = None) -> dict[str, Any]:
     servers: dict[str, Any] = {}
     functions = _functions_server(start)
     if functions is not None:
@@ -45,6 +67,8 @@ def _mcp_servers(start: dict[str, Any], credentials: Optional[dict[str, str]]) -
         if transport["type"] == "stdio":
             # Started in the adapter's own directory (the workspace); admission pinned cwd to it.
             servers[label] = {"type": "stdio", "command": transport["command"], "args": list(transport["args"])}
+            if relay is not None:
+                servers[label] = relay.entry(label, transport["command"], list(transport["args"]))
         else:
             headers = dict(transport.get("headers") or {})
             if credentials and label in credentials:
@@ -102,13 +126,14 @@ def offered_tools(start: dict[str, Any], inventories: dict[str, list[str]]) -> l
 
 
 def options(start: dict[str, Any], credentials: Optional[dict[str, str]] = None,
-            hidden: Optional[list[str]] = None) -> dict[str, Any]:
+            hidden: Optional[list[str]] = None, relay: Optional[StaticRelay] = None) -> dict[str, Any]:
     """`hidden`: the declared servers' unselected tools, disallowed on every placement (by default what is known
-    before any connection: the servers whose allowed_tools is [])."""
+    before any connection: the servers whose allowed_tools is []); `relay`: how stdio servers start behind the
+    static-inventory relay (the session always gives one; without it, the declared command line)."""
     where = placement(start)
     hidden = hidden_tools(start) if hidden is None else hidden
     search = one(start, "web_search")
-    out: dict[str, Any] = {"mcpServers": _mcp_servers(start, credentials)}
+    out: dict[str, Any] = {"mcpServers": _mcp_servers(start, credentials, relay)}
     schema = output_schema(start)
     if schema is not None:
         out["outputFormat"] = {"type": "json_schema", "schema": schema}

@@ -4,7 +4,8 @@ the adapter's translation of the frozen snapshot (config.py) with the provider s
 
 - The Session's functions are served by our own MCP server under the label `functions` (functions.py).
 - Declared MCP servers are checked once they connected: the URL or command and headers they were declared
-  with, and a static inventory; a required one that did not connect fails the start.
+  with, and a static inventory; a required one that did not connect fails the start, and so does any one that
+  announces `tools.listChanged` (a stdio server's relay marks it, config.StaticRelay).
 - The native session id is kept in the Session's state directory: after a Runtime restart the next Turn
   resumes its history (`resume`). A refreshed or rotated Vault bearer starts a new CLI that resumes it.
 """
@@ -15,6 +16,8 @@ import asyncio
 import logging
 import pathlib
 import re
+import shutil
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -24,6 +27,7 @@ from ..common import AdapterError, bearer_variables, tools_of
 from ..native import NativeDriver, NativeSession
 from . import config as adapter
 from .functions import FunctionsServer
+from .static_relay import REFUSAL
 
 log = logging.getLogger("runtime.claude_code")
 # Declared callbacks are auto-approved by allowed_tools on purpose; can_use_tool gates the rest.
@@ -67,14 +71,15 @@ SDK_VARIABLES = ("CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION", "CLAUDE_C
 def sdk_options(start: dict[str, Any], provider: Provider, functions: Optional[FunctionsServer], *,
                 config_dir: pathlib.Path, cwd: pathlib.Path, binary: str, resume: Optional[str] = None,
                 box: Any = None, namespace: Any = None, launchers: Optional[pathlib.Path] = None,
-                hidden: Optional[list[str]] = None) -> Any:
+                hidden: Optional[list[str]] = None, relay: Optional[adapter.StaticRelay] = None) -> Any:
     """ClaudeAgentOptions from the adapter's translation, the provider selection and the Session's state;
-    `hidden`: the declared servers' unselected tools (config.hidden_tools)."""
+    `hidden`: the declared servers' unselected tools (config.hidden_tools); `relay`: the stdio servers'
+    static-inventory relay (config.StaticRelay)."""
     from claude_agent_sdk import ClaudeAgentOptions
     from claude_agent_sdk.types import McpSdkServerConfig
 
     names, bearers = bearer_variables(start)
-    native = adapter.options(start, names, hidden)
+    native = adapter.options(start, names, hidden, relay)
     servers: dict[str, Any] = {}
     for label, entry in native["mcpServers"].items():
         if label == adapter.FUNCTIONS_SERVER:
@@ -187,6 +192,10 @@ class ClaudeSession(NativeSession):
         # The declared servers' unselected tools, hidden from the model: a server with allowed_tools [] from the
         # start, a list's other tools once the server's inventory is known (kept for later process starts).
         self.hidden: list[str] = adapter.hidden_tools(start)
+        # Where the stdio servers' relay marks a refusal; inside a hosted sandbox only /usr's python3 is there.
+        self.marks = self.config_dir / "static-inventory"
+        self.relay = adapter.StaticRelay("/usr/bin/python3", self.box.inside(self.marks)) if self.box is not None \
+            else adapter.StaticRelay(sys.executable, str(self.marks))
         self._owner: Optional[asyncio.Task[None]] = None
         self._stop: Optional[asyncio.Event] = None
 
@@ -200,10 +209,14 @@ class ClaudeSession(NativeSession):
         if await self.reuse(bearer_variables(start)[1]):
             return self.client
         for attempt in range(2):
+            shutil.rmtree(self.marks, ignore_errors=True)
+            self.marks.mkdir()
+            if self.box is not None:
+                self.box._own(self.marks)
             options = sdk_options(start, self.driver.provider, self.functions, config_dir=self.config_dir,
                                   cwd=self.cwd, binary=self.driver.binary, resume=self.native_session, box=self.box,
                                   namespace=start.get("namespace") if self.box is None else None,
-                                  launchers=self.driver.state_dir, hidden=self.hidden)
+                                  launchers=self.driver.state_dir, hidden=self.hidden, relay=self.relay)
             connected: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             self._stop = asyncio.Event()
             self._owner = asyncio.ensure_future(self._own(options, connected, self._stop))
@@ -276,9 +289,12 @@ class ClaudeSession(NativeSession):
         inventories: dict[str, list[str]] = {}
         if not declared:
             return inventories
-        native = adapter.options(start, bearer_variables(start)[0])["mcpServers"]
+        native = adapter.options(start, bearer_variables(start)[0], relay=self.relay)["mcpServers"]
         deadline = asyncio.get_running_loop().time() + MCP_CONNECT_TIMEOUT
         while True:
+            for label in declared:  # "requires static inventories": optional or required, the start fails
+                if (self.marks / label).exists():  # (the relay's mark, present only: its text is not ours)
+                    raise AdapterError(REFUSAL.format(label=label))
             status = {s.get("name"): s for s in ((await client.get_mcp_status()) or {}).get("mcpServers") or []}
             waiting = [label for label in declared if (status.get(label) or {}).get("status") == "pending"]
             if not waiting or asyncio.get_running_loop().time() > deadline:
@@ -291,6 +307,8 @@ class ClaudeSession(NativeSession):
                 check_inventory(label, server.get("tools"))
                 inventories[label] = [str(t.get("name", "")) for t in server.get("tools") or []]
                 continue
+            if (self.marks / label).exists():  # marked after the last look
+                raise AdapterError(REFUSAL.format(label=label))
             reason = server.get("error") or server.get("status")
             if tool.get("required"):
                 raise AdapterError(f"Required MCP server '{label}' did not connect: {reason}")

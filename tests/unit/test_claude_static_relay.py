@@ -1,0 +1,66 @@
+"""Issue 37 item 13: "Claude ... requires static inventories". Claude Code shows nothing of a server's
+capabilities, so each declared stdio server starts behind `static_relay.py` (config.StaticRelay). Spoken to with
+the `mcp` client through the relay's exact command line, in both MCP eras (the `initialize` handshake, and
+`server/discover`, which Claude Code tries first): a real server announcing `tools.listChanged` is refused with an
+error naming it and leaves the relay's mark; the same server with a static inventory passes through unchanged."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+import anyio
+import pytest
+
+from runtime.harnesses.claude_code import config as adapter
+from runtime.harnesses.claude_code.static_relay import REFUSAL
+from runtime.harnesses.common import as_start
+from tests.unit.helpers import SELF_HOSTED, resolve, session_body, stdio_mcp
+
+SERVER = str(pathlib.Path(__file__).parents[1] / "e2e" / "mcp_stdio_changing_server.py")
+
+
+def relayed(tmp_path: pathlib.Path, label: str, *args: str):
+    from mcp.client.stdio import StdioServerParameters
+
+    entry = adapter.StaticRelay(sys.executable, str(tmp_path)).entry(label, sys.executable, [SERVER, *args])
+    return StdioServerParameters(command=entry["command"], args=entry["args"], cwd=str(tmp_path))
+
+
+async def tools_through_relay(params, mode: str) -> list[str]:
+    from mcp.client.client import Client
+
+    with anyio.fail_after(30):
+        async with Client(params, mode=mode) as client:
+            return [t.name for t in (await client.list_tools()).tools]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_a_server_announcing_list_changed_is_refused_naming_it_in_either_era(tmp_path, mode):
+    from mcp.shared.exceptions import MCPError
+
+    with pytest.raises(BaseExceptionGroup) as failed:  # the client's task groups wrap the handshake's error
+        anyio.run(tools_through_relay, relayed(tmp_path, "moving"), mode)
+    # (auto: the discover answer is refused and the relay stops the server, so the client's fallback to the
+    # handshake finds the connection closed; legacy: the client gets the refusal as the handshake's error)
+    refusal = REFUSAL.format(label="moving").replace(".", r"\.") if mode == "legacy" else None
+    assert failed.group_contains(MCPError, match=refusal, depth=2)
+    assert (tmp_path / "moving").read_text() == REFUSAL.format(label="moving")
+
+
+def test_a_static_server_passes_through_the_relay(tmp_path):
+    """(in the handshake era; real Claude Code speaks the discover era through it in tests/e2e)"""
+    assert anyio.run(tools_through_relay, relayed(tmp_path, "still", "--static"), "legacy") == ["lookup"]
+    assert not (tmp_path / "still").exists()
+
+
+def test_claude_starts_each_declared_stdio_server_behind_the_relay_in_its_directory():
+    relay = adapter.StaticRelay("/usr/bin/python3", "/state/claude_code/s/config/static-inventory")
+    snapshot = as_start(json.loads(resolve(session_body([stdio_mcp()], harness="claude_code",
+                                                        env=SELF_HOSTED)).to_json()))
+    servers = adapter.options(snapshot, relay=relay)["mcpServers"]
+    assert servers["files"] == {"type": "stdio", "command": "/usr/bin/python3", "args": [
+        "-I", "-c", adapter.RELAY_SOURCE, "files", "/state/claude_code/s/config/static-inventory/files", "--",
+        "mcp-files", "--ro"]}
+    assert "import json" in adapter.RELAY_SOURCE and "cwd" not in servers["files"]  # the workspace, as before
