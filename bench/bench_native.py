@@ -27,6 +27,7 @@ import time
 
 FN = {"type": "function", "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}
 ROUNDS = 1 if "--smoke" in sys.argv[1:] else int(os.environ.get("BENCH_NATIVE_ROUNDS", "10"))  # smoke: make test
+WARMUPS = 0 if "--smoke" in sys.argv[1:] else 1  # rounds not counted (imports, the first native start); smoke: none
 
 
 MODELS = {"codex": "gpt-5", "claude_code": "claude-sonnet-4-5", "scripted": "gpt-5"}
@@ -74,7 +75,7 @@ def _native(driver, harness: str, session_class) -> dict:
     for i in range(ROUNDS):
         firsts.append(_turn(driver, _start(f"sess_first{i}", f"turn_{i}", "say hi", harness), answer=False)[1])
     warm = [_turn(driver, _start("sess_warm", f"turn_w{i}", "call f {}\nsay done", harness), answer=True)
-            for i in range(ROUNDS + 1)][1:]
+            for i in range(ROUNDS + WARMUPS)][WARMUPS:]
     return {"process_start": percentiles(starts), "first_turn_to_completion": percentiles(firsts),
             "call_round_trip": {**percentiles([w[1] for w in warm]), "to_function_call": percentiles([w[0] for w in warm])}}
 
@@ -121,7 +122,7 @@ def local_stack() -> dict:
         client = OpenAI(base_url=info["base_url"], api_key=info["api_key"], max_retries=0)
         for harness in harnesses:
             trips, to_action = [], []
-            for i in range(ROUNDS + 1):
+            for i in range(ROUNDS + WARMUPS):
                 s = time.perf_counter()
                 session = client.beta.agents.sessions.create(
                     environment={"type": "none"}, input="call f {}\nsay done", agent={"model": MODELS[harness], "tools": [FN]},
@@ -134,7 +135,7 @@ def local_stack() -> dict:
                     "call_id": action.call_id, "success": True, "output": "ok"}])
                 wait_for(lambda: client.beta.agents.sessions.turns.retrieve(
                     action.turn_id, session_id=session.id).status == "completed", timeout=60, interval=0.005)
-                if i:  # the first Session of each Harness pays warm-up (imports, the first native start)
+                if i >= WARMUPS:  # the first Session of each Harness pays warm-up (imports, the first native start)
                     to_action.append(reached)
                     trips.append(time.perf_counter() - s)
             out[harness] = {"call_round_trip_http": {**percentiles(trips), "to_required_action": percentiles(to_action)}}

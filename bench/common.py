@@ -116,9 +116,53 @@ def emit(name: str, result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+_SHARED: list[Any] = []  # the one stack of one_stack(), while it runs
+
+
+@contextmanager
+def one_stack() -> Iterator[None]:
+    """The smoke (bench/smoke.py): every in_process_stack() inside reuses one stack, started once (about 1.5 s
+    of CPU each saved), its Runtimes killed and its executions stopped between benchmarks."""
+    from moto import mock_aws
+
+    table = os.environ["TABLE_NAME"]
+    import tests.integration.conftest  # noqa: F401 - its environment first, as in_process_stack imports it
+    from local.inprocess import InProcessStack, reset_caches
+    from local.lambdas import MOTO_CONFIG
+
+    with mock_aws(config=MOTO_CONFIG):
+        stack = InProcessStack(table).start()
+        _SHARED.append(stack)
+        try:
+            yield
+        finally:
+            _SHARED.clear()
+            stack.stop()
+            os.environ["TABLE_NAME"] = table  # the benchmarks after it make their own table of that name
+            reset_caches()
+
+
+def _reuse(stack: Any, heartbeat_seconds: int) -> None:
+    """A clean slate on the shared stack: no Runtime left connected, no execution running, the bound asked."""
+    import boto3
+
+    from local.inprocess import reset_caches
+
+    for runtime in stack.runtimes:
+        runtime.kill()
+    stack.runtimes.clear()
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    for arn in stack.state_machines.values():
+        for execution in sfn.list_executions(stateMachineArn=arn, statusFilter="RUNNING")["executions"]:
+            sfn.stop_execution(executionArn=execution["executionArn"])
+    os.environ["HEARTBEAT_SECONDS"] = str(heartbeat_seconds)
+    reset_caches()  # the settings (the bound) are read again
+
+
 @contextmanager
 def in_process_stack(heartbeat_seconds: int) -> Iterator[tuple[Any, Any]]:
-    """(the in-process stack on moto, tenant-a's official SDK client against it), torn down after."""
+    """(the in-process stack on moto, tenant-a's official SDK client against it), torn down after (or, inside
+    one_stack(), the shared one)."""
     from moto import mock_aws
 
     from agents_core.apikeys import create_key
@@ -126,6 +170,15 @@ def in_process_stack(heartbeat_seconds: int) -> Iterator[tuple[Any, Any]]:
     from local.lambdas import MOTO_CONFIG
     from tests.integration.conftest import sdk
 
+    if _SHARED:
+        stack = _SHARED[0]
+        delivery = stack.ws.delivery
+        _reuse(stack, heartbeat_seconds)
+        try:
+            yield stack, sdk(stack.http, create_key(stack.store, "tenant-a"))
+        finally:
+            stack.ws.delivery = delivery
+        return
     os.environ["HEARTBEAT_SECONDS"] = str(heartbeat_seconds)
     with mock_aws(config=MOTO_CONFIG):
         stack = InProcessStack("agents-core-bench").start()

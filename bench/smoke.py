@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/smoke.py --smoke [bench_x.py ...]
 
-Each benchmark's `main()` runs in turn (each starts and stops its own in-process stack on moto, as it does under
-`make bench`), so the imports are paid once. The benchmarks that drive `python -m local` are left to
+Each benchmark's `main()` runs in turn, so the imports are paid once; those on bench.common's in-process stack
+share one (ON_ONE_STACK, started once). The benchmarks that drive `python -m local` are left to
 tests/e2e/test_bench_smoke.py, which runs them on the e2e session's stack. Prints one JSON line: each benchmark's
 last figures line, or the error it ended with; exits 1 if any failed. Figures go under BENCH_RESULTS.
 """
@@ -22,7 +22,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ON_THE_LOCAL_STACK = ("bench_environments.py", "bench_local_stack.py", "bench_native.py")
 # The smallest size of the benchmarks whose main() takes one (the others read `--smoke` themselves).
-SIZES = {"bench_chatty_turn": (10,), "bench_out_of_order": (20,), "bench_latency_model": (1,)}
+SIZES = {"bench_chatty_turn": (3,), "bench_out_of_order": (20,), "bench_latency_model": (1,)}
+# The benchmarks on bench.common.in_process_stack: run first, on one stack (common.one_stack).
+ON_ONE_STACK = ("bench_chatty_turn.py", "bench_files.py", "bench_out_of_order.py")
 
 
 def in_process() -> list[str]:
@@ -30,8 +32,9 @@ def in_process() -> list[str]:
 
 
 def order(names: list[str]) -> list[str]:
-    """bench_bounded last: it runs pytest in this interpreter, whose fixtures and hooks stay loaded after it."""
-    return sorted(names, key=lambda name: name == "bench_bounded.py")
+    """Those on one stack first; bench_bounded last: it runs pytest in this interpreter, whose fixtures and hooks
+    stay loaded after it."""
+    return sorted(names, key=lambda name: (name == "bench_bounded.py", name not in ON_ONE_STACK, name))
 
 
 def run(name: str) -> dict:
@@ -56,19 +59,30 @@ def run(name: str) -> dict:
     return {"figures": [json.loads(line) for line in lines], "seconds": round(time.perf_counter() - started, 2)}
 
 
+def attempt(name: str) -> dict:
+    try:
+        return run(name)
+    except BaseException as exc:  # noqa: BLE001 - one benchmark's failure is reported, the others still run
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return {"error": "".join(traceback.format_exception(exc))[-4000:]}
+
+
 def main() -> int:
     if "--smoke" not in sys.argv:
         sys.argv.append("--smoke")  # the benchmarks read it at import
     sys.path[:0] = [str(HERE)]
     names = [a for a in sys.argv[1:] if a.endswith(".py")] or in_process()
+    common = importlib.import_module("common")
+    sys.modules["bench.common"] = common  # one module whichever way a benchmark imports it (one_stack's state)
     report: dict[str, dict] = {}
+    shared = [name for name in order(names) if name in ON_ONE_STACK]
+    with common.one_stack() if shared else contextlib.nullcontext():
+        for name in shared:
+            report[name] = attempt(name)
     for name in order(names):
-        try:
-            report[name] = run(name)
-        except BaseException as exc:  # noqa: BLE001 - one benchmark's failure is reported, the others still run
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            report[name] = {"error": "".join(traceback.format_exception(exc))[-4000:]}
+        if name not in shared:
+            report[name] = attempt(name)
     print(json.dumps({"smoke": report}))
     return 1 if any("error" in r for r in report.values()) else 0
 

@@ -47,6 +47,8 @@ ENDINGS = ["cancel", "completion", "runtime_loss"]
 # then a Runtime loss is what wedged Sessions); `make bench` (bench/bench_bounded.py,
 # AGENTS_CORE_BOUNDED_FULL=1) runs every ending at 500 too (~20-60 s each on moto) and reports the timings.
 SHAPES = [(120, e) for e in ENDINGS] + [(500, e) for e in ENDINGS if os.environ.get("AGENTS_CORE_BOUNDED_FULL")]
+if os.environ.get("AGENTS_CORE_BOUNDED_SMOKE"):  # bench/bench_bounded.py --smoke (make test): its code path once
+    SHAPES = [(3, "completion")]
 
 
 @pytest.mark.parametrize(("count", "ending"), SHAPES)
