@@ -1,13 +1,13 @@
-"""Files in and out of a hosted Environment on the local stack (issue 38), with the official SDK, real Codex and Claude Code in a
-bubblewrap sandbox on the reference hosted Runtime, and the scripted model provider: a File uploaded through the
-API is placed by id at preparation (the Runtime downloads it from the moto server's presigned URL), the Turn's
-shell copies it to /workspace/outputs/report.txt, and the completed Turn publishes it as an artifact (the Runtime
-uploads it through its Turn's form) whose bytes equal the File's; another tenant's ids are 404."""
+"""Files in and out of a hosted Environment on the local stack (issue 38), with the official SDK on the reference
+hosted Runtime (bubblewrap): real Codex and Claude Code on the scripted model provider, and the scripted harness. A
+File uploaded through the API is placed by id at preparation (downloaded from the moto server's presigned URL), the
+Turn reads it and writes /workspace/outputs/report.txt through the Harness's own shell tool, and the completed Turn
+publishes it (uploaded through its Turn's form): list, content and for_result download; another tenant's ids are
+404; environments.files adds a file between Turns; the dashboard's Files tab downloads the artifact."""
 
 from __future__ import annotations
 
 import base64
-import json
 import types
 
 import openai
@@ -15,41 +15,10 @@ import pytest
 
 from local.inprocess import wait_for
 from tests.e2e.conftest import tenant_client
-from tests.e2e.test_hosted_environments import SHELL_TOOL, finished, hosted_runtime  # noqa: F401 - its host
+from tests.e2e.test_dashboard import CONTRAST, browser, needs_chromium, open_session, page  # noqa: F401 - fixtures
+from tests.e2e.test_hosted_environments import finished, hosted_runtime  # noqa: F401 - its host
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.mark.parametrize("harness", ["codex", "claude_code"])
-def test_a_file_by_id_is_read_by_the_turn_and_its_report_is_published(local_stack, hosted_runtime, tmp_path, harness):
-    client = tenant_client(local_stack, f"files-alice-{harness}")
-    other = tenant_client(local_stack, f"files-bob-{harness}")
-    tool, argument = SHELL_TOOL[harness]
-    data = b"id,total\n1,42\n2,58\n"
-    uploaded = client.files.create(file=("orders.csv", data), purpose="user_data")
-    shell = "mkdir -p /workspace/outputs && cp /workspace/in/orders.csv /workspace/outputs/report.txt"
-    session = client.beta.agents.sessions.create(
-        environment={"type": "openai_hosted",
-                     "files": [{"type": "file_id", "file_id": uploaded.id, "path": "/workspace/in/orders.csv"}]},
-        agent={"model": "gpt-5"}, extra_body={"x_agents_core": {"harness": harness}},
-        input=f"call {tool} {json.dumps({argument: shell})}\nsay Reported.")
-    turn = finished(client, session.id)
-    assert turn.status == "completed", (turn.model_extra, hosted_runtime.stderr.read_text()[-3000:])
-    assert (hosted_runtime.workspace(session.environment.id) / "in" / "orders.csv").read_bytes() == data
-    artifacts = client.beta.agents.sessions.artifacts
-    [artifact] = artifacts.list(session.id).data
-    assert (artifact.path, artifact.size_bytes, artifact.turn_id) == ("/workspace/outputs/report.txt", len(data),
-                                                                      turn.id)
-    assert artifacts.content(artifact.id, session_id=session.id).content == data
-    target = tmp_path / "report.txt"
-    artifacts.for_result(types.SimpleNamespace(session_id=session.id, turn_id=turn.id)).download(
-        "/workspace/outputs/report.txt", to=target)
-    assert target.read_bytes() == data
-    for call in (lambda: other.files.retrieve(uploaded.id), lambda: other.files.content(uploaded.id),
-                 lambda: other.beta.agents.sessions.artifacts.list(session.id),
-                 lambda: other.beta.agents.sessions.artifacts.content(artifact.id, session_id=session.id)):
-        with pytest.raises(openai.NotFoundError):
-            call()
 
 
 def test_the_scripted_harness_reads_and_writes_the_hosted_workspace(local_stack, hosted_runtime):
@@ -91,7 +60,8 @@ def test_the_scripted_harness_reads_and_writes_the_hosted_workspace(local_stack,
 
 
 @pytest.mark.parametrize("harness", ["codex", "claude_code"])
-def test_the_scripted_model_reads_and_writes_through_the_native_shell_tool(local_stack, hosted_runtime, harness):
+def test_the_scripted_model_reads_and_writes_through_the_native_shell_tool(local_stack, hosted_runtime, harness,
+                                                                          tmp_path):
     """`write PATH TEXT` and `read PATH` played by the scripted model provider through the Harness's own shell tool
     (Codex exec_command, Claude Code Bash): the written output is published, the read file is the answer."""
     client = tenant_client(local_stack, f"files-dave-{harness}")
@@ -106,6 +76,47 @@ def test_the_scripted_model_reads_and_writes_through_the_native_shell_tool(local
     texts = [i.content[0].text for i in client.beta.agents.sessions.items.list(session.id, order="asc").data
              if i.type == "message" and i.role == "assistant"]
     assert texts[-1].strip() == "id,total\n1,42", texts
+    assert (hosted_runtime.workspace(session.environment.id) / "in" / "orders.csv").read_bytes() == b"id,total\n1,42"
+    artifacts = client.beta.agents.sessions.artifacts
+    [artifact] = artifacts.list(session.id).data
+    assert (artifact.path, artifact.turn_id) == ("/workspace/outputs/report.txt", turn.id)
+    assert artifacts.content(artifact.id, session_id=session.id).content == b"42 rows, no newline"
+    target = tmp_path / "report.txt"
+    artifacts.for_result(types.SimpleNamespace(session_id=session.id, turn_id=turn.id)).download(
+        "/workspace/outputs/report.txt", to=target)
+    assert target.read_bytes() == b"42 rows, no newline"
+    other = tenant_client(local_stack, f"files-erin-{harness}")
+    for call in (lambda: other.files.retrieve(uploaded.id), lambda: other.files.content(uploaded.id),
+                 lambda: other.beta.agents.sessions.artifacts.list(session.id),
+                 lambda: other.beta.agents.sessions.artifacts.content(artifact.id, session_id=session.id),
+                 lambda: other.beta.agents.environments.files.list(session.environment.id)):
+        with pytest.raises(openai.NotFoundError):
+            call()
+
+
+@needs_chromium
+def test_the_files_tab_downloads_an_artifact_and_lists_the_environments_files(client, page, local_stack,
+                                                                              hosted_runtime, tmp_path):
+    from playwright.sync_api import expect
+
+    session = client.beta.agents.sessions.create(
+        environment={"type": "openai_hosted"}, agent={"model": "gpt-5"},
+        extra_body={"x_agents_core": {"harness": "scripted"}},
+        input="write /workspace/notes.txt kept in the workspace\nwrite /workspace/outputs/report.txt 42 rows\nsay Done.")
+    assert finished(client, session.id).status == "completed", hosted_runtime.stderr.read_text()[-2000:]
     [artifact] = client.beta.agents.sessions.artifacts.list(session.id).data
-    assert client.beta.agents.sessions.artifacts.content(artifact.id, session_id=session.id).content == \
-        b"42 rows, no newline"
+    open_session(page, local_stack, session.id)
+    expect(page.locator(".item[data-phase=final_answer] .text").first).to_have_text("Done.")
+    page.click("#tab-files")
+    row = page.locator(f"#artifact-list tr[data-artifact-id={artifact.id}]")
+    expect(row).to_contain_text("/workspace/outputs/report.txt")
+    with page.expect_download() as download:
+        row.locator("button.download").click()
+    target = tmp_path / "report.txt"
+    download.value.save_as(target)
+    assert download.value.suggested_filename == "report.txt" and target.read_bytes() == b"42 rows"
+    files = page.locator("#environment-file-list")
+    expect(files).to_contain_text("/workspace/notes.txt")
+    expect(files).to_contain_text("/workspace/outputs/report.txt")
+    result = page.evaluate(CONTRAST)
+    assert result["checked"] > 10 and not result["failures"], result
