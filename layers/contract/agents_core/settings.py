@@ -37,7 +37,7 @@ class Settings:
     enrollment_ttl_seconds: int = 600
     environment_wait_seconds: int = 300
     connection_wait_state_machine_arn: Optional[str] = None
-    heartbeat_seconds: int = 45  # HeartbeatSeconds: agents_contract.protocol.HEARTBEAT_BOUND_SECONDS (3 cadences)
+    heartbeat_seconds: int = 75  # HeartbeatSeconds: agents_contract.protocol.HEARTBEAT_BOUND_SECONDS (3 cadences)
     # API Gateway closes every WebSocket connection at 2 hours (a fixed quota); the welcome tells Runtimes so they
     # rotate their connection before it (the local stack can shorten it: AGENTS_CORE_WS_MAX_CONNECTION_SECONDS).
     websocket_max_connection_seconds: int = 7200
