@@ -17,10 +17,11 @@ import json
 from collections.abc import Iterator
 from typing import Any, Optional
 
-import boto3
 from botocore.exceptions import ClientError
 
 from . import keys, metrics
+from .aws import botocore_session
+from .settings import get_settings
 
 GONE = ("TrimmedDataAccessException", "ExpiredIteratorException", "ResourceNotFoundException")
 EMPTY_PAGES = 5  # an open shard answers empty pages past its last record: stop after this many in a row
@@ -95,12 +96,17 @@ def redrive_message(body: dict[str, Any], streams: Any, lambda_client: Any, stre
     return "redriven"
 
 
+def _client(service: str) -> Any:
+    """A client from botocore directly (no cold start imports boto3: tests/unit/test_cold_start_imports.py)."""
+    return botocore_session().create_client(service, region_name=get_settings().aws_region)
+
+
 def redrive(queue_url: str, stream_function: str, sqs: Any = None, streams: Any = None, lambda_client: Any = None,
             limit: int = 100) -> dict[str, int]:
     """Redrive up to `limit` messages of the outbox DLQ; how many ended each way."""
-    sqs = sqs or boto3.client("sqs")
-    streams = streams or boto3.client("dynamodbstreams")
-    lambda_client = lambda_client or boto3.client("lambda")
+    sqs = sqs or _client("sqs")
+    streams = streams or _client("dynamodbstreams")
+    lambda_client = lambda_client or _client("lambda")
     counts = {"redriven": 0, "failed": 0, "expired": 0}
     seen = 0
     while seen < limit:
