@@ -101,14 +101,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if args.usage_plan_id:
                 register(args.tenant, args.usage_plan_id, args.region)
-            elif not _loopback(endpoint):
-                print("warning: no --usage-plan-id: in AWS, API Gateway refuses this tenant's requests until its "
-                      "API key is in the usage plan (run again with --usage-plan-id <UsagePlanId> --no-key).",
-                      file=sys.stderr)
             if args.no_key:
                 print(f"tenant {args.tenant} registered in usage plan {args.usage_plan_id}", file=sys.stderr)
                 return 0
             secret = create_key(store, args.tenant)
+            if not args.usage_plan_id and not _loopback(endpoint):  # said once the key exists, not before an error
+                print("warning: no --usage-plan-id: in AWS, API Gateway refuses this tenant's requests until its "
+                      "API key is in the usage plan (run again with --usage-plan-id <UsagePlanId> --no-key).",
+                      file=sys.stderr)
     except NoCredentialsError:
         print(f"error: no AWS credentials to write to the table '{table}' in AWS. For the local stack, start it "
               f"first (`make dev` writes {stack_file}) and run this from the repository root; for AWS, configure "
