@@ -21,6 +21,7 @@ from agents_contract.protocol import (
     ROUTE,
     SEQ,
     TURN_BATCH,
+    TURN_COMPLETED,
     TURN_FAILED,
     TURN_HEARTBEAT,
     TURN_ITEM_ADDED,
@@ -199,7 +200,7 @@ class TurnChannel:
         if self.done.is_set() or self._finished:
             return
         on_complete = getattr(self, "on_complete", None)
-        if action == "turn.completed" and on_complete is not None:
+        if action == TURN_COMPLETED and on_complete is not None:
             self.on_complete = None
             try:
                 fields = {**fields, **on_complete()}
