@@ -5,7 +5,8 @@ the adapter's translation of the frozen snapshot (config.py) with the provider s
 - The Session's functions are served by our own MCP server under the label `functions` (functions.py).
 - Declared MCP servers are checked once they connected: the URL or command and headers they were declared
   with, and a static inventory; a required one that did not connect fails the start, and so does any one that
-  announces `tools.listChanged` (a stdio server's relay marks it, config.StaticRelay).
+  announces `tools.listChanged` (a stdio server's relay marks it, config.StaticRelay; an HTTP server is probed
+  where Claude Code runs, static_probe.py).
 - The native session id is kept in the Session's state directory: after a Runtime restart the next Turn
   resumes its history (`resume`). A refreshed or rotated Vault bearer starts a new CLI that resumes it.
 """
@@ -13,7 +14,9 @@ the adapter's translation of the frozen snapshot (config.py) with the provider s
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import pathlib
 import re
 import shutil
@@ -29,12 +32,15 @@ from . import config as adapter
 from .functions import FunctionsServer
 from .static_relay import REFUSAL
 
+PROBE_SOURCE = (pathlib.Path(__file__).parent / "static_probe.py").read_text()
+
 log = logging.getLogger("runtime.claude_code")
 # Declared callbacks are auto-approved by allowed_tools on purpose; can_use_tool gates the rest.
 warnings.filterwarnings("ignore", message="can_use_tool will not be invoked")
 
 START_TIMEOUT = 60.0
 MCP_CONNECT_TIMEOUT = 30.0
+PROBE_TIMEOUT = 30.0
 
 # Only loopback traffic to the model provider: no telemetry, error reports, update checks or other
 # nonessential requests (checked with strace on this machine kind).
@@ -168,6 +174,19 @@ def check_inventory(label: str, tools: Optional[list[dict[str, Any]]]) -> None:
         seen[normalized] = name
 
 
+def _http_servers(start: dict[str, Any]) -> list[str]:
+    return [t["server_label"] for t in tools_of(start, "mcp") if t["transport"]["type"] == "http"]
+
+
+def check_static(label: str, probed: dict[str, Any]) -> None:
+    """"... requires static inventories": what the probe read of a connected HTTP server's capabilities."""
+    if probed.get("list_changed"):
+        raise AdapterError(REFUSAL.format(label=label))
+    if "error" in probed:
+        raise AdapterError(f"MCP server '{label}' connected, but its capabilities could not be read to check that "
+                           f"its inventory is static ({probed['error']}).")
+
+
 class ClaudeSession(NativeSession):
     """One Session's native state: its config directory, its SDK client (one CLI process) and the
     native session id it resumes."""
@@ -208,6 +227,14 @@ class ClaudeSession(NativeSession):
     async def _ensure(self, start: dict[str, Any]) -> Any:
         if await self.reuse(bearer_variables(start)[1]):
             return self.client
+        probes = {label: asyncio.ensure_future(self._probe(start, label)) for label in _http_servers(start)}
+        try:
+            return await self._start(start, probes)
+        finally:
+            for probe in probes.values():
+                probe.cancel()
+
+    async def _start(self, start: dict[str, Any], probes: dict[str, asyncio.Future[dict[str, Any]]]) -> Any:
         for attempt in range(2):
             shutil.rmtree(self.marks, ignore_errors=True)
             self.marks.mkdir()
@@ -222,7 +249,7 @@ class ClaudeSession(NativeSession):
             self._owner = asyncio.ensure_future(self._own(options, connected, self._stop))
             client = await asyncio.wait_for(asyncio.shield(connected), START_TIMEOUT)
             try:
-                inventories = await self._check_servers(client, start)
+                inventories = await self._check_servers(client, start, probes)
                 hidden = adapter.hidden_tools(start, inventories)
                 if not set(hidden) <= set(self.hidden):
                     if attempt:
@@ -280,7 +307,8 @@ class ClaudeSession(NativeSession):
         except Exception as exc:  # noqa: BLE001 - the process failed: the owner reports it
             log.warning("claude stream ended: %s", exc)
 
-    async def _check_servers(self, client: Any, start: dict[str, Any]) -> dict[str, list[str]]:
+    async def _check_servers(self, client: Any, start: dict[str, Any],
+                             probes: dict[str, asyncio.Future[dict[str, Any]]]) -> dict[str, list[str]]:
         """"As locally, Claude runs on without the tools of an optional server that did not connect;
         a required one fails the start." Servers connect after the CLI starts: wait (bounded) until
         none of the declared ones is pending. A connected server keeps the URL or command and the
@@ -305,6 +333,8 @@ class ClaudeSession(NativeSession):
             if server.get("status") == "connected":
                 check_declared(label, native[label], server.get("config"))
                 check_inventory(label, server.get("tools"))
+                if label in probes:
+                    check_static(label, await probes[label])
                 inventories[label] = [str(t.get("name", "")) for t in server.get("tools") or []]
                 continue
             if (self.marks / label).exists():  # marked after the last look
@@ -324,6 +354,36 @@ class ClaudeSession(NativeSession):
         extra = adapter.native_inventory_check(adapter.offered_tools(start, inventories), reported)
         if extra:
             raise AdapterError(f"Claude Code offers tools the Session does not declare: {', '.join(extra)}.")
+
+    async def _probe(self, start: dict[str, Any], label: str) -> dict[str, Any]:
+        """static_probe.py for one declared HTTP server, where Claude Code runs: directly (it shares the Runtime's
+        network and environment) or in a network namespace of the Harness's identity (the same egress route). The
+        URL, headers and bearer go on stdin."""
+        if self.box is not None:
+            return {"unchecked": True}  # (a hosted sandbox holds no mcp package to probe with: see the README)
+        tool = next(t for t in tools_of(start, "mcp") if t["server_label"] == label)
+        names, bearers = bearer_variables(start)
+        headers = dict(tool["transport"].get("headers") or {})
+        headers["Authorization"] = f"Bearer {bearers[names[label]]}" if label in names else ""
+        argv, env = [sys.executable, "-I", "-c", PROBE_SOURCE], dict(os.environ)
+        namespace = start.get("namespace")
+        if namespace is not None:
+            argv, env = namespace.argv("claude_code", argv), namespace.environ(env)
+        process = await asyncio.create_subprocess_exec(*argv, env=env, stdin=asyncio.subprocess.PIPE,
+                                                       stdout=asyncio.subprocess.PIPE,
+                                                       stderr=asyncio.subprocess.DEVNULL)
+        try:
+            spec = json.dumps({"url": tool["transport"]["server_url"], "headers": headers}).encode()
+            out, _ = await asyncio.wait_for(process.communicate(spec), PROBE_TIMEOUT)
+        except TimeoutError:
+            out = json.dumps({"error": f"no answer within {PROBE_TIMEOUT:.0f} s"}).encode()
+        finally:
+            if process.returncode is None:
+                process.kill()
+        try:
+            return json.loads(out.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            return {"error": f"exit status {process.returncode}"}
 
     @property
     def alive(self) -> bool:
