@@ -242,7 +242,7 @@ class DynamoStore:
         return [unmarshal(r["Item"]) if r.get("Item") else None for r in out["Responses"]]
 
     def update_returning(self, key: dict[str, str], expression: str, condition: Optional[str] = None,
-                         values: Optional[dict] = None) -> Optional[dict[str, Any]]:
+                         values: Optional[dict] = None, names: Optional[dict] = None) -> Optional[dict[str, Any]]:
         """One UpdateItem; the item as it is after it (ALL_NEW), None when the condition failed."""
         kwargs: dict[str, Any] = {"TableName": self.table, "Key": marshal(key), "UpdateExpression": expression,
                                   "ReturnValues": "ALL_NEW"}
@@ -250,6 +250,8 @@ class DynamoStore:
             kwargs["ConditionExpression"] = condition
         if values:
             kwargs["ExpressionAttributeValues"] = marshal(values)
+        if names:
+            kwargs["ExpressionAttributeNames"] = names
         try:
             return unmarshal(self.client.update_item(**kwargs)["Attributes"])
         except ClientError as exc:

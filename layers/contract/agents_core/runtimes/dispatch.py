@@ -250,11 +250,11 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
     item, session = both if both is not None else (store.get(key), None)
     if item is None or not item.get("claimed_by") or item.get("status") in engine.TERMINAL:
         raise RuntimeError("Turn is not claimed or already settled")  # the task fails; Settle is a no-op
-    tx = store.new_transaction().update(key, "SET task_token = :t",
-                                        "attribute_exists(claimed_by) AND NOT #st IN (:c, :f, :x)",
-                                        names={"#st": "status"},
-                                        values={":t": task_token, ":c": "completed", ":f": "failed", ":x": "cancelled"})
-    store.transact(tx)
+    # One UpdateItem with the condition (1 WRU per KB; a one-entry transaction was 2: issue 36, item 5).
+    if store.update_returning(key, "SET task_token = :t", "attribute_exists(claimed_by) AND NOT #st IN (:c, :f, :x)",
+                              {":t": task_token, ":c": "completed", ":f": "failed", ":x": "cancelled"},
+                              names={"#st": "status"}) is None:
+        raise RuntimeError("Turn is not claimed or already settled")
     post_start(store, messenger, tenant, session_id, turn_id, item["claimed_by"],
                _start_of(store, tenant, session_id, turn_id, session, item))
 
