@@ -3,6 +3,7 @@ SDK Turn with `subagent_id`, and the scripted harness reports a Subagent the way
 (opened, child turn started, the call in the child, the child's answer after the receipt, ended, closed;
 on a cancel the child ends cancelled before the root)."""
 
+import contextlib
 import threading
 import time
 
@@ -81,6 +82,10 @@ class Channel:
 
     def start_heartbeats(self):
         pass
+
+    @contextlib.contextmanager
+    def together(self):  # TurnChannel.together(): one message on the wire; the same order here
+        yield
 
     def actions(self):
         return [a for a, _ in self.sent]
