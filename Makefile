@@ -34,7 +34,7 @@ node_modules/.installed: package.json
 # --no-compile: byte-compiling every module of every package (moto's hundreds of services) took half the
 # install's 43 s; the first process that imports a module compiles that one.
 test: export PYTHONDONTWRITEBYTECODE =
-test: export AGENTS_CORE_SAM_CLI = $(abspath $(SAM))
+test: export MAKE_TEST_SAM_CLI = $(abspath $(SAM))
 test: lint browser sandbox
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15 --cov=agents_contract --cov-report=term --cov-fail-under=95
 

@@ -1,6 +1,6 @@
 """`sam build` works here without Docker, and SAM's own transform makes what the template means.
 
-`make test` installs the SAM CLI into .venv-sam (`make sam-cli`) and names it in AGENTS_CORE_SAM_CLI: then a
+`make test` installs the SAM CLI into .venv-sam (`make sam-cli`) and names it in MAKE_TEST_SAM_CLI: then a
 missing SAM CLI fails these tests instead of skipping them. Run by hand without it, they skip."""
 
 import json
@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-REQUIRED = os.environ.get("AGENTS_CORE_SAM_CLI")  # set by make test: the SAM CLI must be there
+REQUIRED = os.environ.get("MAKE_TEST_SAM_CLI")  # set by make test: the SAM CLI must be there
 SAM = pathlib.Path(REQUIRED) if REQUIRED else ROOT / ".venv-sam" / "bin" / "sam"
 sam = str(SAM) if SAM.exists() else shutil.which("sam")
 SAM_PYTHON = SAM.parent / "python"
