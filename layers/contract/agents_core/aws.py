@@ -116,6 +116,20 @@ class Workflow:
             if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
                 raise
 
+    def end_wait(self, turn_id: str) -> None:
+        """A waiting Turn was claimed: stop its ConnectionWait execution, so it pays no Expire transition and no
+        invocation (issue 36, item 5). Best effort: the Expire task changes nothing for a claimed Turn."""
+        settings = get_settings()
+        if not settings.connection_wait_state_machine_arn:
+            return
+        execution = settings.connection_wait_state_machine_arn.replace(":stateMachine:", ":execution:", 1)
+        try:
+            self.client.stop_execution(executionArn=f"{execution}:wait-{turn_id}", cause="claimed")
+        except ClientError as exc:  # none was started (a Turn claimed after a requeue), or it ended already
+            if exc.response.get("Error", {}).get("Code") != "ExecutionDoesNotExist":
+                logger.warning("ConnectionWait not stopped; its Expire changes nothing",
+                               extra={"turn_id": turn_id, "code": exc.response.get("Error", {}).get("Code")})
+
     def _token_call(self, method: str, **kwargs: Any) -> bool:
         try:
             getattr(self.client, method)(**kwargs)

@@ -53,6 +53,8 @@ def process(image: dict[str, Any], store: DynamoStore, messenger: Messenger, wor
             workflow.start(tenant, session_id, command["turn_id"])
         elif kind == "await_environment":
             workflow.await_environment(tenant, session_id, command["turn_id"])
+        elif kind == "end_wait":
+            workflow.end_wait(command["turn_id"])
         elif kind == "deliver":
             if not connections.post_safely(messenger, store, command["connection_id"], command["message"]) \
                     and not instances.follow(store, messenger, command) and not instances.hold(store, command):

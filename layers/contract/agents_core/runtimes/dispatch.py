@@ -87,6 +87,8 @@ def _claim(draft: engine.Draft, turn: engine.TurnState, runtime: dict[str, Any])
         draft.emit_session("agent.session.in_progress")
     if not turn.task_token:  # a requeued Turn's execution runs already (its Dispatch task waits)
         draft.command({"type": "start_execution", "turn_id": turn.id})
+    if draft.started is not turn and draft.snapshot.environment["type"] in placement.WORKSPACE:
+        draft.command({"type": "end_wait", "turn_id": turn.id})  # its ConnectionWait, if one waits, is stopped
     return chosen
 
 
