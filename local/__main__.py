@@ -62,8 +62,9 @@ Settings come from the environment:
   TENANT_RATE_LIMIT (100), TENANT_BURST_LIMIT (200)  requests per second and burst (the REST API's usage plan,
                                and apart from it the WebSocket client requests)
   MAX_RUNNING_TURNS (100)      Turns one tenant runs at once (0: no limit)
-  AGENTS_CORE_SCHEDULES_FIRE_NOW=1  each automation schedule's next occurrence runs as soon as it is seen
-                               (EventBridge Scheduler's schedules run here with croniter, in their time zones)
+  AGENTS_CORE_SCHEDULES_FIRE_NOW (0)  1 (or tenants, comma-separated: only theirs): a schedule's next
+                               occurrence runs as soon as it is created, updated or resumed (EventBridge
+                               Scheduler's schedules run here with croniter, in their time zones)
   WEBHOOK_ALLOW_LOOPBACK_HTTP (true)  webhook endpoints may be http on a loopback host
   WEBHOOK_RETRY_SECONDS        delays before each retry of a failed webhook delivery (5,30,300,...)
 """

@@ -5,20 +5,25 @@ moto stores schedules but never runs them. The runner reads each ENABLED schedul
 group, evaluates its expression in its time zone with croniter (PyPI; `cron(...)` back to the five standard
 fields, `at(...)` once), and at each occurrence invokes the schedule's target function with its Input,
 `<aws.scheduler.scheduled-time>` filled in, as EventBridge Scheduler does; a failed invocation is retried
-with backoff for the same occurrence. `fire_next(name)` runs a schedule's next occurrence at once (tests),
-and `AGENTS_CORE_SCHEDULES_FIRE_NOW=1` does it for every schedule as soon as the runner sees it (each
-occurrence once), so a test of a daily schedule need not wait a day.
+with backoff for the same occurrence. A schedule changed (updated, resumed) runs its next occurrence after the
+change, never one it missed while disabled, as EventBridge Scheduler does. `fire_next(name)` runs a schedule's
+next occurrence at once (in-process tests). `AGENTS_CORE_SCHEDULES_FIRE_NOW` (`1`: every schedule; or a
+comma-separated list of tenants: only their schedules) runs a schedule's next occurrence, still computed from
+its expression and time zone and each occurrence once, as soon as the runner sees the schedule created,
+updated or resumed, and the later ones at their time; so a test of a daily schedule need not wait a day, and
+the shared e2e stack fires at once only for the tenant its schedule tests use.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Optional
+from collections.abc import Callable, Collection
+from typing import Any, Optional, Union
 from zoneinfo import ZoneInfo
 
 from agents_contract.automations import standard_cron
@@ -57,12 +62,23 @@ def next_occurrence(schedule: dict[str, Any], after: dt.datetime) -> Optional[dt
     return croniter(standard_cron(expression), start).get_next(dt.datetime).astimezone(dt.UTC)
 
 
+def fire_now_setting(value: str) -> Union[bool, frozenset[str]]:
+    """AGENTS_CORE_SCHEDULES_FIRE_NOW: `1` every schedule, `0` or empty none, else the tenants whose do."""
+    value = value.strip()
+    if value in ("", "0"):
+        return False
+    return True if value == "1" else frozenset(t.strip() for t in value.split(",") if t.strip())
+
+
 class LocalScheduler:
-    def __init__(self, client: Any, handlers: dict[str, apigw.Handler], fire_now: Optional[bool] = None,
-                 clock: Callable[[], float] = time.time):
+    def __init__(self, client: Any, handlers: dict[str, apigw.Handler],
+                 fire_now: Union[bool, Collection[str], None] = None, clock: Callable[[], float] = time.time):
         self.client, self.handlers, self.clock = client, handlers, clock
-        self.fire_now = os.environ.get("AGENTS_CORE_SCHEDULES_FIRE_NOW", "0") == "1" if fire_now is None else fire_now
+        if fire_now is None:
+            fire_now = fire_now_setting(os.environ.get("AGENTS_CORE_SCHEDULES_FIRE_NOW", "0"))
+        self.fire_now = fire_now if isinstance(fire_now, bool) else frozenset(fire_now)
         self._last: dict[str, dt.datetime] = {}  # schedule -> the occurrence it last ran
+        self._versions: dict[str, Any] = {}  # schedule -> the modification the runner last saw
         self._definitions: dict[tuple[str, Any], dict[str, Any]] = {}  # (name, last modified) -> definition
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -88,8 +104,6 @@ class LocalScheduler:
         target = schedule["Target"]
         payload = (target.get("Input") or "{}").replace(PLACEHOLDER, occurrence.strftime("%Y-%m-%dT%H:%M:%SZ"))
         name = target["Arn"].split(":")[6]
-        import json
-
         for attempt in range(5):  # the schedule's RetryPolicy, shortened: the same occurrence each time
             try:
                 self.handlers[name](json.loads(payload), apigw.LambdaContext(name))
@@ -100,9 +114,15 @@ class LocalScheduler:
                 time.sleep(min(2.0, 0.1 * 2 ** attempt))
         return False
 
-    def _baseline(self, schedule: dict[str, Any]) -> dt.datetime:
-        created = schedule.get("CreationDate") or self._now()
+    def _baseline(self, schedule: dict[str, Any], field: str = "CreationDate") -> dt.datetime:
+        created = schedule.get(field) or self._now()
         return created.astimezone(dt.UTC) if isinstance(created, dt.datetime) else self._now()
+
+    def _fires_now(self, schedule: dict[str, Any]) -> bool:
+        if isinstance(self.fire_now, bool):
+            return self.fire_now
+        payload = json.loads(schedule["Target"].get("Input") or "{}")
+        return isinstance(payload, dict) and payload.get("tenant") in self.fire_now
 
     def tick(self) -> int:
         """Fire every occurrence now due; the count fired."""
@@ -112,8 +132,12 @@ class LocalScheduler:
             name = schedule["Name"]
             with self._lock:
                 last = self._last.get(name) or self._baseline(schedule)
+                changed = self._versions.get(name) != schedule.get("LastModificationDate")
+                if changed:  # created, updated or resumed: its next occurrence after the change
+                    self._versions[name] = schedule.get("LastModificationDate")
+                    last = self._last[name] = max(last, self._baseline(schedule, "LastModificationDate"))
                 due = next_occurrence(schedule, last)
-                if due is None or (due > now and not (self.fire_now and last <= now)):
+                if due is None or (due > now and not (changed and self._fires_now(schedule))):
                     continue
                 self._last[name] = due
             fired += self._invoke(schedule, due)

@@ -70,9 +70,14 @@ def stop_stack(process: subprocess.Popen) -> None:
         process.kill()
 
 
+# The tenant whose automation schedules run their next occurrence as soon as they are created or resumed
+# (local/scheduler.py), so the schedule tests wait no minute boundary; every other tenant's run at their time.
+SCHEDULES_TENANT = "e2e-schedules"
+
+
 @pytest.fixture(scope="session")
 def local_stack(tmp_path_factory):
-    process, info = start_stack(tmp_path_factory.mktemp("stack"))
+    process, info = start_stack(tmp_path_factory.mktemp("stack"), AGENTS_CORE_SCHEDULES_FIRE_NOW=SCHEDULES_TENANT)
     yield info
     stop_stack(process)
 
