@@ -7,6 +7,7 @@ error naming it and leaves the relay's mark; the same server with a static inven
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import sys
 
@@ -64,3 +65,69 @@ def test_claude_starts_each_declared_stdio_server_behind_the_relay_in_its_direct
         "-I", "-c", adapter.RELAY_SOURCE, "files", "/state/claude_code/s/config/static-inventory/files", "--",
         "mcp-files", "--ro"]}
     assert "import json" in adapter.RELAY_SOURCE and "cwd" not in servers["files"]  # the workspace, as before
+
+
+# ---- HTTP servers: the probe reaches what Claude Code reaches ---------------------------------------------------
+
+class _Box:  # a hosted sandbox as probe_launch reads it
+    def __init__(self, network: str):
+        self.network = network
+
+
+def test_the_http_probe_runs_where_claude_code_would_reach_the_server():
+    from runtime.harnesses.claude_code.session import PROBE_SOURCE, probe_launch
+
+    egress = type("Egress", (), {"url": "http://127.0.0.1:4711"})()
+    argv, env = probe_launch({}, None, "https://mcp.example/")  # Claude Code shares the Runtime's network
+    assert argv == [sys.executable, "-I", "-c", PROBE_SOURCE] and env == dict(os.environ)
+    argv, env = probe_launch({"egress": egress}, _Box("enabled"), "https://mcp.example/")
+    assert argv[:3] == [sys.executable, "-I", "-c"]
+    assert env["HTTPS_PROXY"] == env["http_proxy"] == egress.url and env["NO_PROXY"] == env["no_proxy"] == ""
+    # a hosted sandbox without network access, or a loopback URL (the sandbox's own loopback): not probed
+    assert probe_launch({"egress": egress}, _Box("disabled"), "https://mcp.example/") is None
+    assert probe_launch({"egress": egress}, _Box("enabled"), "http://127.0.0.1:8000/mcp") is None
+    namespace = type("Namespace", (), {"argv": lambda self, harness, cmd: ["bwrap", harness, *cmd],
+                                       "environ": lambda self, env: {**env, "HTTPS_PROXY": "ns"}})()
+    argv, env = probe_launch({"namespace": namespace}, None, "https://mcp.example/")
+    assert argv[:3] == ["bwrap", "claude_code", sys.executable] and env["HTTPS_PROXY"] == "ns"
+
+
+def test_a_hosted_sandboxs_probe_goes_through_the_egress_proxy_and_reads_list_changed(tmp_path):
+    """The probe of a hosted Environment's HTTP server runs here, through the egress proxy only (a policy that
+    allows the loopback test server; the proxy counts the connection), and reads what the server announces."""
+    import ipaddress
+    import socket
+    import threading
+
+    import mcp.types as types
+    import uvicorn
+    from mcp.server import Server
+    from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+    from local.inprocess import wait_for
+    from runtime.environments.egress import EgressPolicy, EgressProxy
+    from runtime.harnesses.claude_code.session import probe_launch, run_probe
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(tools=[])
+
+    app = Server("moving", version="1.0.0", on_list_tools=list_tools,
+                 on_subscriptions_listen=ListenHandler(InMemorySubscriptionBus())).streamable_http_app(
+        stateless_http=True)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    proxy = EgressProxy(EgressPolicy((ipaddress.ip_network("127.0.0.0/8"),)), str(tmp_path / "egress")).start()
+    try:
+        wait_for(lambda: server.started, timeout=15)
+        argv, env = probe_launch({"egress": proxy}, _Box("enabled"), "https://mcp.example/")
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        assert anyio.run(run_probe, argv, env, {"url": url, "headers": {"Authorization": ""}}) == \
+            {"list_changed": True}
+        assert proxy.connections > 0
+    finally:
+        proxy.stop()
+        server.should_exit = True
+        thread.join(10)

@@ -21,6 +21,7 @@ import pathlib
 import re
 import shutil
 import sys
+import urllib.parse
 import warnings
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -176,6 +177,44 @@ def check_inventory(label: str, tools: Optional[list[dict[str, Any]]]) -> None:
 
 def _http_servers(start: dict[str, Any]) -> list[str]:
     return [t["server_label"] for t in tools_of(start, "mcp") if t["transport"]["type"] == "http"]
+
+
+def probe_launch(start: dict[str, Any], box: Any, url: str) -> Optional[tuple[list[str], dict[str, str]]]:
+    """How the probe runs so that it reaches what Claude Code reaches, or None where it cannot:
+    - Claude Code shares the Runtime's network (a self-hosted machine, a Runtime without isolation): directly;
+    - a shared Runtime's namespace: in a network namespace of the same identity (the same egress route);
+    - a hosted sandbox: the CLI reaches the public internet through the egress proxy only (with network access
+      enabled), so the probe runs here through that proxy with the same policy; its loopback is the sandbox's own
+      (nothing of the probe's is there), and without network access it reaches nothing else: not probed."""
+    argv, env = [sys.executable, "-I", "-c", PROBE_SOURCE], dict(os.environ)
+    namespace = start.get("namespace")
+    if box is not None:
+        egress = start.get("egress")
+        host = (urllib.parse.urlsplit(url).hostname or "").lower()
+        if egress is None or box.network != "enabled" or host in ("localhost", "::1") or host.startswith("127."):
+            return None
+        env = {k: v for k, v in env.items() if k.upper() != "ALL_PROXY"}
+        env.update({name: egress.url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")},
+                   NO_PROXY="", no_proxy="")
+    elif namespace is not None:
+        argv, env = namespace.argv("claude_code", argv), namespace.environ(env)
+    return argv, env
+
+
+async def run_probe(argv: list[str], env: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
+    process = await asyncio.create_subprocess_exec(*argv, env=env, stdin=asyncio.subprocess.PIPE,
+                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(json.dumps(spec).encode()), PROBE_TIMEOUT)
+    except TimeoutError:
+        out = json.dumps({"error": f"no answer within {PROBE_TIMEOUT:.0f} s"}).encode()
+    finally:
+        if process.returncode is None:
+            process.kill()
+    try:
+        return json.loads(out.decode().strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": f"exit status {process.returncode}"}
 
 
 def check_static(label: str, probed: dict[str, Any]) -> None:
@@ -355,34 +394,16 @@ class ClaudeSession(NativeSession):
             raise AdapterError(f"Claude Code offers tools the Session does not declare: {', '.join(extra)}.")
 
     async def _probe(self, start: dict[str, Any], label: str) -> dict[str, Any]:
-        """static_probe.py for one declared HTTP server, where Claude Code runs: directly (it shares the Runtime's
-        network and environment) or in a network namespace of the Harness's identity (the same egress route). The
-        URL, headers and bearer go on stdin."""
-        if self.box is not None:
-            return {"unchecked": True}  # (a hosted sandbox holds no mcp package to probe with: see the README)
+        """static_probe.py for one declared HTTP server, where Claude Code reaches it (`probe_launch`). The URL,
+        headers and bearer go on stdin."""
         tool = next(t for t in tools_of(start, "mcp") if t["server_label"] == label)
+        launch = probe_launch(start, self.box, tool["transport"]["server_url"])
+        if launch is None:
+            return {"unchecked": True}
         names, bearers = bearer_variables(start)
         headers = dict(tool["transport"].get("headers") or {})
         headers["Authorization"] = f"Bearer {bearers[names[label]]}" if label in names else ""
-        argv, env = [sys.executable, "-I", "-c", PROBE_SOURCE], dict(os.environ)
-        namespace = start.get("namespace")
-        if namespace is not None:
-            argv, env = namespace.argv("claude_code", argv), namespace.environ(env)
-        process = await asyncio.create_subprocess_exec(*argv, env=env, stdin=asyncio.subprocess.PIPE,
-                                                       stdout=asyncio.subprocess.PIPE,
-                                                       stderr=asyncio.subprocess.DEVNULL)
-        try:
-            spec = json.dumps({"url": tool["transport"]["server_url"], "headers": headers}).encode()
-            out, _ = await asyncio.wait_for(process.communicate(spec), PROBE_TIMEOUT)
-        except TimeoutError:
-            out = json.dumps({"error": f"no answer within {PROBE_TIMEOUT:.0f} s"}).encode()
-        finally:
-            if process.returncode is None:
-                process.kill()
-        try:
-            return json.loads(out.decode().strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            return {"error": f"exit status {process.returncode}"}
+        return await run_probe(*launch, {"url": tool["transport"]["server_url"], "headers": headers})
 
     @property
     def alive(self) -> bool:
