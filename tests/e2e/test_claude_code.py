@@ -315,3 +315,26 @@ def test_a_large_structured_answer_streams_as_one_delta(client, claude):
     assert sequence == ["agent.session.turn.item.added", "agent.session.turn.content_part.added",
                         "agent.session.turn.output_text.delta", "agent.session.turn.output_text.done",
                         "agent.session.turn.content_part.done", "agent.session.turn.item.done"]
+
+
+def test_real_claude_code_schedules_its_own_wake_up_with_the_automations_tool(client, claude):
+    """Issue 39: the `automations` Agent tool on real Claude Code, offered in its functions MCP server (turn.start
+    carries it as a function); Core serves the model's call: no required action, an automation targeting the
+    Session with created_by agent, and Claude Code gets the tool result."""
+    script = ('call automations {"action": "create", "name": "nightly", "run_at": 4102444800, '
+              '"instructions": "say Happy new year."}\nsay Scheduled the nightly run.')
+    session = create(client, script, tools=[{"type": "automations"}])
+    wait_for(lambda: client.beta.agents.sessions.retrieve(session.id).status == "idle", timeout=30)
+    [automation] = client.beta.agents.automations.list(session_id=session.id).data
+    assert (automation.type, automation.run_at, automation.created_by.type) == ("once", 4102444800, "agent")
+    items = client.beta.agents.sessions.items.list(session.id, order="asc").data
+    call = next(i for i in items if i.type == "function_call")
+    assert (call.name, automation.created_by.tool_call_id) == ("automations", call.call_id)
+    assert client.beta.agents.sessions.retrieve(session.id).required_actions == []
+    assert items[-1].type == "message" and items[-1].content[0].text == "Scheduled the nightly run."
+    sent = requests_of(claude, "Scheduled the nightly run.")
+    assert "mcp__functions__automations" in tool_names(sent[0])
+    results = [b for r in sent for m in r["body"]["messages"] if isinstance(m.get("content"), list)
+               for b in m["content"] if b.get("type") == "tool_result"]
+    assert results and automation.id in json.dumps(results[-1])
+    client.beta.agents.automations.delete(automation.id)
