@@ -283,6 +283,10 @@ def levers(turns: dict[str, Any], per_turn: dict[str, Any], wait: dict[str, Any]
         "the rewrite of the connection's pool rows' `seen_at` every other beat with its GSI1 entry (USD "
         f"{_usd(beat['dynamodb_table_writes'] + beat['dynamodb_index_writes'])}) are most of it; a waiting Turn "
         f"on a connection that beats anyway costs USD {_usd(wait['marginal'])} per 1M minutes.",
+        f"- **The second post of a delivered message.** The result's `turn.tool_result` is posted by the committing "
+        f"function and again from the outbox (USD {_usd(PRICES['websocket_message'])} per 1M Turns). Only a sign that "
+        "the first post arrived could spare the second: a write after it or a read before the repeat (about as dear, "
+        "and racing the receipt), or posting from the outbox alone (a Streams hop between a result and the Runtime).",
     ]
 
 

@@ -33,7 +33,7 @@ FIELDS = (TYPE, ACTION, TENANT, SESSION_ID, TURN_ID, SEQ, CALL_ID, DELIVERY_ID, 
 # naming every Turn it runs: one message and one invocation for all of them. Core's bound is the template's
 # HeartbeatSeconds (the Step Functions task heartbeat of each Turn, and the age past which a connection's pool
 # rows are stale and Dispatch passes them by); the welcome tells the Runtime the cadence, a third of the bound.
-# 25 s (issue 36, item 5): a connection's beats then cost USD 5.26 per million minutes alone (at 15 s: 8.60; the
+# 25 s (issue 36, item 5): a connection's beats then cost USD 5.12 per million minutes alone (at 15 s: 8.60; the
 # message and invocation alone were 5.35, so no saving on writes could reach the 6.00 target at that cadence).
 HEARTBEAT_CADENCE_SECONDS = 25
 HEARTBEAT_BOUND_SECONDS = 3 * HEARTBEAT_CADENCE_SECONDS  # 75: the template's HeartbeatSeconds default
