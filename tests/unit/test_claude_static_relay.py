@@ -1,8 +1,9 @@
 """Issue 37 item 13: "Claude ... requires static inventories". Claude Code shows nothing of a server's
 capabilities, so each declared stdio server starts behind `static_relay.py` (config.StaticRelay). Spoken to with
-the `mcp` client through the relay's exact command line, in both MCP eras (the `initialize` handshake, and
-`server/discover`, which Claude Code tries first): a real server announcing `tools.listChanged` is refused with an
-error naming it and leaves the relay's mark; the same server with a static inventory passes through unchanged."""
+the `mcp` client through the relay's exact command line in the handshake era (`initialize`; the discover era, which
+Claude Code speaks, is tested under real Claude Code in tests/e2e/test_claude_static_inventories.py): a real
+server announcing `tools.listChanged` is refused with an error naming it and leaves the relay's mark; the same
+server with a static inventory passes through unchanged. HTTP servers: where the probe runs."""
 
 from __future__ import annotations
 
@@ -37,16 +38,12 @@ async def tools_through_relay(params, mode: str) -> list[str]:
             return [t.name for t in (await client.list_tools()).tools]
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_a_server_announcing_list_changed_is_refused_naming_it_in_either_era(tmp_path, mode):
+def test_a_server_announcing_list_changed_is_refused_naming_it(tmp_path):
     from mcp.shared.exceptions import MCPError
 
     with pytest.raises(BaseExceptionGroup) as failed:  # the client's task groups wrap the handshake's error
-        anyio.run(tools_through_relay, relayed(tmp_path, "moving"), mode)
-    # (auto: the discover answer is refused and the relay stops the server, so the client's fallback to the
-    # handshake finds the connection closed; legacy: the client gets the refusal as the handshake's error)
-    refusal = REFUSAL.format(label="moving").replace(".", r"\.") if mode == "legacy" else None
-    assert failed.group_contains(MCPError, match=refusal, depth=2)
+        anyio.run(tools_through_relay, relayed(tmp_path, "moving"), "legacy")
+    assert failed.group_contains(MCPError, match=REFUSAL.format(label="moving").replace(".", r"\."), depth=2)
     assert (tmp_path / "moving").read_text() == REFUSAL.format(label="moving")
 
 
