@@ -1,8 +1,8 @@
 """Issue 37 item 13, on real Claude Code at the driver level against the scripted model provider: "Claude ...
-requires static inventories". A declared stdio MCP server (python `mcp`) that announces `tools.listChanged` fails
-the start, optional or not, with an error naming it and before any model request. The same relay passes a static
-server through: test_claude_code.py's stdio server is called through it (and test_hosted_environments.py's runs
-through it inside a hosted sandbox)."""
+requires static inventories". A declared MCP server (python `mcp`) that announces `tools.listChanged` fails the
+start, optional or not, thread creation or cold resume, with an error naming it and before any model request: a
+stdio server (through the relay; test_claude_code.py's static stdio server is called through it, and
+test_hosted_environments.py's runs through it inside a hosted sandbox) and an HTTP server (the probe)."""
 
 from __future__ import annotations
 
@@ -39,10 +39,9 @@ def test_a_server_announcing_list_changed_fails_the_start_naming_it(claude_drive
 
 
 @pytest.fixture(scope="module")
-def http_servers():
-    """Two loopback streamable-HTTP MCP servers (python `mcp`): /moving/mcp announces `tools.listChanged` (it
-    serves `subscriptions/listen`), /still/mcp does not."""
-    import contextlib
+def toggled():
+    """A loopback streamable-HTTP MCP server (python `mcp`) with a static inventory until the test makes it serve
+    `subscriptions/listen`, from when its `server/discover` answer announces `tools.listChanged`."""
     import socket
     import threading
 
@@ -50,8 +49,6 @@ def http_servers():
     import uvicorn
     from mcp.server import Server
     from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-    from starlette.applications import Starlette
-    from starlette.routing import Mount
 
     from local.inprocess import wait_for
 
@@ -59,39 +56,46 @@ def http_servers():
         return types.ListToolsResult(tools=[types.Tool(name="lookup", description="Look a ticket up",
                                                        input_schema={"type": "object", "properties": {}})])
 
-    def app(changing: bool):
-        listen = {"on_subscriptions_listen": ListenHandler(InMemorySubscriptionBus())} if changing else {}
-        return Server("tickets", version="1.0.0", on_list_tools=list_tools, **listen) \
-            .streamable_http_app(stateless_http=True)
+    async def call_tool(ctx, params):
+        return types.CallToolResult(content=[types.TextContent(type="text", text="ticket 7: open")])
 
-    apps = {"moving": app(True), "still": app(False)}
-
-    @contextlib.asynccontextmanager
-    async def lifespan(_):
-        async with apps["moving"].router.lifespan_context(_), apps["still"].router.lifespan_context(_):
-            yield
+    server = Server("tickets", version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    uv = uvicorn.Server(uvicorn.Config(Starlette(routes=[Mount(f"/{k}", app=v) for k, v in apps.items()],
-                                                 lifespan=lifespan), log_level="warning", timeout_graceful_shutdown=1))
+    uv = uvicorn.Server(uvicorn.Config(server.streamable_http_app(stateless_http=True), log_level="warning",
+                                       timeout_graceful_shutdown=1))
     thread = threading.Thread(target=uv.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     wait_for(lambda: uv.started, timeout=15)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+    def start_changing() -> None:
+        server.add_request_handler("subscriptions/listen", types.SubscriptionsListenRequestParams,
+                                   ListenHandler(InMemorySubscriptionBus()))
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp", start_changing
     uv.should_exit = True
     thread.join(10)
 
 
-def test_an_http_server_announcing_list_changed_fails_the_start_naming_it(claude_driver, provider, http_servers,  # noqa: F811
-                                                                          tmp_path):
-    """Probed the way Claude Code connects (same URL, headers and network); the static one beside it connected and
-    passed (an HTTP server's tools called through Claude Code after the probe: test_native_mcp_contract.py)."""
-    marker = f"never {uuid.uuid4().hex[:8]}"
-    tools = [http("still", http_servers + "/still/mcp", required=True), http("moving", http_servers + "/moving/mcp")]
-    start = start_of("claude_code", "claude-sonnet-4-5", tools, str(tmp_path), f"sess_{uuid.uuid4().hex[:12]}")
+def test_an_http_server_that_announces_list_changed_at_cold_resume_fails_that_start(claude_driver, provider,  # noqa: F811
+                                                                                    toggled, tmp_path):
+    """Probed the way Claude Code connects (the same URL, headers and network) at every start: a static server's
+    tool is called; once it announces `tools.listChanged`, the cold resume fails naming it, before any model
+    request."""
+    from local.inprocess import wait_for
+
+    url, start_changing = toggled
+    start = start_of("claude_code", "claude-sonnet-4-5", [http("tickets", url, required=True)], str(tmp_path),
+                     f"sess_{uuid.uuid4().hex[:12]}")
     start["environment"] = {"type": "none"}
-    end = terminal(run_turn(claude_driver, start, "turn_1", f"say {marker}"))
+    sent = run_turn(claude_driver, start, "turn_1", "mcp tickets lookup {}\nsay static ok")
+    assert terminal(sent)["action"] == "turn.completed", terminal(sent)
+    assert "ticket 7: open" in json.dumps(sent)
+    session = claude_driver.sessions[start["session_id"]]
+    wait_for(lambda: not session.alive, timeout=15)  # max_warm=0: the idle process stops; the next Turn resumes
+    start_changing()
+    marker = f"never {uuid.uuid4().hex[:8]}"
+    end = terminal(run_turn(claude_driver, start, "turn_2", f"say {marker}"))
     assert end["action"] == "turn.failed", end
     assert end["error"]["message"] == \
-        "MCP server 'moving' announces tools.listChanged; Claude Code requires static inventories."
+        "MCP server 'tickets' announces tools.listChanged; Claude Code requires static inventories."
     assert not [r for r in list(provider.requests) if marker in json.dumps(r["body"].get("messages"))]
