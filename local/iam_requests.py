@@ -174,16 +174,6 @@ def _scheduler(operation: str, params: Mapping[str, Any]) -> Iterator[Request]:
         yield "iam:PassRole", role, {"iam:passedtoservice": ["scheduler.amazonaws.com"]}
 
 
-def _scheduler(operation: str, params: Mapping[str, Any]) -> Iterator[Request]:
-    """EventBridge Scheduler: a schedule's ARN names its group; creating or updating one passes its target's role
-    to the service (iam:PassRole, iam:PassedToService)."""
-    group, name = params.get("GroupName") or "default", params.get("Name") or ""
-    yield f"scheduler:{operation}", f"arn:aws:scheduler:{_R}:{_A}:schedule/{group}/{name}" if name else "*", {}
-    role = (params.get("Target") or {}).get("RoleArn")
-    if operation in ("CreateSchedule", "UpdateSchedule") and role:
-        yield "iam:PassRole", role, {"iam:passedtoservice": ["scheduler.amazonaws.com"]}
-
-
 def requests(service: str, operation: str, params: Mapping[str, Any], tokens: Mapping[str, str]) -> list[Request]:
     if service == "scheduler":
         return list(_scheduler(operation, params))
