@@ -54,7 +54,7 @@ class FakeSocket:
         return [m.get("action") for m in self.sent]
 
 
-def wait_for(predicate, timeout: float = 5.0):
+def wait_for(predicate, timeout: float = 10.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         value = predicate()
@@ -105,7 +105,7 @@ def test_a_rotation_moves_sending_to_the_new_connection_only_once_it_is_welcomed
     c = new_client(max_connection_seconds=1.2, rotation_margin=0.3)  # rotates 0.9 s after opening
     thread = threading.Thread(target=c.run_forever, daemon=True)
     thread.start()
-    first = wait_for(lambda: sockets and sockets[0])
+    first = wait_for(lambda: sockets and sockets[0].sent and sockets[0])
     hello = first.sent[0]
     assert hello["action"] == "runtime.hello" and hello["instance"].startswith("rti_")
     first.inbox.put({"type": "runtime.welcome", "harnesses": ["scripted"], "max_connection_seconds": 1.2})
@@ -115,7 +115,7 @@ def test_a_rotation_moves_sending_to_the_new_connection_only_once_it_is_welcomed
     first.inbox.put({"type": "turn.ack", "turn_id": "turn_1", "seq": 1})
     wait_for(lambda: channel.acked == 1)
 
-    second = wait_for(lambda: len(sockets) > 1 and sockets[1], timeout=3)
+    second = wait_for(lambda: len(sockets) > 1 and sockets[1].sent and sockets[1], timeout=10)
     assert second.sent[0]["action"] == "runtime.hello"
     assert second.sent[0]["instance"] == hello["instance"]  # one identity across its connections
     # Until Core welcomes the new connection (it moves the Turns first), observations go on the old one.
@@ -134,7 +134,7 @@ def test_a_rotation_moves_sending_to_the_new_connection_only_once_it_is_welcomed
     assert first.closed.wait(2)
     assert not second.closed.is_set()
     # The next rotation comes a bound later, from the new connection.
-    third = wait_for(lambda: len(sockets) > 2 and sockets[2], timeout=3)
+    third = wait_for(lambda: len(sockets) > 2 and sockets[2].sent and sockets[2], timeout=10)
     assert third.sent[0]["instance"] == hello["instance"]
     c.stop()
     thread.join(timeout=3)
@@ -145,13 +145,13 @@ def test_a_next_connection_never_welcomed_is_closed_and_the_old_one_kept(sockets
     c = new_client(max_connection_seconds=1.0, rotation_margin=0.5)  # rotates 0.5 s after opening
     thread = threading.Thread(target=c.run_forever, daemon=True)
     thread.start()
-    first = wait_for(lambda: sockets and sockets[0])
+    first = wait_for(lambda: sockets and sockets[0].sent and sockets[0])
     first.inbox.put({"type": "runtime.welcome", "harnesses": ["scripted"]})
-    second = wait_for(lambda: len(sockets) > 1 and sockets[1], timeout=3)
+    second = wait_for(lambda: len(sockets) > 1 and sockets[1].sent and sockets[1], timeout=10)
     assert second.closed.wait(2)  # no welcome within WELCOME_SECONDS
     c.send({"action": "turn.heartbeat", **START})
     assert first.sent[-1]["action"] == "turn.heartbeat"  # still the sending connection
-    wait_for(lambda: len(sockets) > 2, timeout=3)  # tried again
+    wait_for(lambda: len(sockets) > 2, timeout=10)  # tried again
     c.stop()
     thread.join(timeout=3)
 
@@ -160,11 +160,11 @@ def test_an_unplanned_loss_reconnects_with_the_same_instance(sockets):
     c = new_client(max_connection_seconds=3600, rotation_margin=60)
     thread = threading.Thread(target=c.run_forever, daemon=True)
     thread.start()
-    first = wait_for(lambda: sockets and sockets[0])
+    first = wait_for(lambda: sockets and sockets[0].sent and sockets[0])
     first.inbox.put({"type": "runtime.welcome", "harnesses": ["scripted"]})
     wait_for(lambda: c.connected.is_set())
     first.inbox.put(None)  # the gateway closed it (no rotation was due)
-    second = wait_for(lambda: len(sockets) > 1 and sockets[1], timeout=5)
+    second = wait_for(lambda: len(sockets) > 1 and sockets[1].sent and sockets[1], timeout=10)
     assert second.sent[0]["instance"] == first.sent[0]["instance"]
     assert c.rotations == 0
     c.stop()
@@ -175,9 +175,9 @@ def test_the_old_connection_closing_while_the_next_waits_for_its_welcome_hands_o
     c = new_client(max_connection_seconds=1.0, rotation_margin=0.5)
     thread = threading.Thread(target=c.run_forever, daemon=True)
     thread.start()
-    first = wait_for(lambda: sockets and sockets[0])
+    first = wait_for(lambda: sockets and sockets[0].sent and sockets[0])
     first.inbox.put({"type": "runtime.welcome", "harnesses": ["scripted"]})
-    second = wait_for(lambda: len(sockets) > 1 and sockets[1], timeout=3)
+    second = wait_for(lambda: len(sockets) > 1 and sockets[1].sent and sockets[1], timeout=10)
     first.inbox.put(None)  # the bound passed on the old connection first
     wait_for(lambda: c._socket is second)
     second.inbox.put({"type": "runtime.welcome", "harnesses": ["scripted"]})
