@@ -31,7 +31,8 @@ def test_the_automations_tab_shows_the_sessions_automations_and_the_webhook_deli
             type="periodic", name="nightly check", expression="0 3 * * *", timezone="Europe/Paris",
             target={"type": "existing_session", "session_id": session.id, "instructions": "say checked"})
         client.beta.agents.automations.invocations.create(automation.id)
-        wait_for(lambda: any(e.data.id == session.id for e in receiver.events(client, endpoint.signing_secret)))
+        wait_for(lambda: any(e.data.id == session.id for e in receiver.events(client, endpoint.signing_secret)),
+                 timeout=30)  # through the outbox stream, the delivery queue and its consumer
         open_session(page, local_stack, session.id)
         expect(page.locator(".item[data-phase=final_answer] .text").first).to_have_text("ready")
         page.click("#tab-automations")
