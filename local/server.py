@@ -278,8 +278,8 @@ class LocalStack:
         self.scheduler = scheduler.LocalScheduler(boto3.client("scheduler"), self.handlers)
         self._threads.append(self.scheduler.start(interval=1.0))
         # polled 4 times a second (Lambda long-polls; a tighter loop here costs the e2e suite CPU)
-        self._threads += [p.start(interval=0.25) for p in queues.pollers(boto3.client("sqs"), queue_urls,
-                                                                         self.handlers)]
+        self.queue_pollers = queues.pollers(boto3.client("sqs"), queue_urls, self.handlers)
+        self._threads += [p.start(interval=0.25) for p in self.queue_pollers]
         self.http = apigw.Gateway(self.handlers)
         self.ws = websocket.WebSocketGateway(self.handlers)
         source = template.stream_sources()[0]
@@ -572,6 +572,10 @@ class LocalStack:
                 except subprocess.TimeoutExpired:
                     process.kill()
         self.poller.stop()
+        if getattr(self, "scheduler", None) is not None:  # told to stop, not only joined: each join waited 5 s
+            self.scheduler.stop()
+        for queue_poller in getattr(self, "queue_pollers", ()):
+            queue_poller.stop()
         for server in self._servers:
             server.should_exit = True
             server.force_exit = True  # open streams and sockets are not waited for: the stack is going
