@@ -167,6 +167,21 @@ def _locked(method: Any) -> Any:
     return wrapper
 
 
+# moto's reads return the stored Item objects, and its responses serialize them after the backend call, outside
+# the lock: an update_item in another thread (it mutates the stored item in place) then raised "dictionary
+# changed size during iteration" in a get_item (a 500 of a fresh make test). Reads hand out copies made under it.
+_READS = ("get_item", "query", "scan", "batch_get_item")
+
+
+def _locked_copy(method: Any) -> Any:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with LOCK:
+            return copy.deepcopy(method(*args, **kwargs))
+
+    return wrapper
+
+
 _STARTS = threading.RLock()
 
 
@@ -372,7 +387,7 @@ def install() -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
     for name in _LOCKED:
-        setattr(DynamoDBBackend, name, _locked(getattr(DynamoDBBackend, name)))
+        setattr(DynamoDBBackend, name, (_locked_copy if name in _READS else _locked)(getattr(DynamoDBBackend, name)))
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
     from moto.dynamodb.models.table import StreamShard
 
