@@ -35,12 +35,17 @@ node_modules/.installed: package.json
 # install's 43 s; the first process that imports a module compiles that one.
 test: export PYTHONDONTWRITEBYTECODE =
 test: export MAKE_TEST_SAM_CLI = $(abspath $(SAM))
-# Two runs: the unit tests measure the pure contract package's coverage (agents_contract, at least 95 %), then the
-# integration and e2e tests run without coverage: Python 3.11's line tracer made the in-process stack's tests half
-# again as slow (test_turns.py: 21 s of CPU against 14), for no coverage the unit tests do not already give.
+# Two pytest runs side by side: the unit tests, one process under coverage (agents_contract at least 95 %; its
+# output is printed when both have ended), and the integration and e2e tests without coverage (Python 3.11's line
+# tracer made the in-process stack's tests half again as slow: test_turns.py 21 s of CPU against 14, for nothing
+# the unit tests do not cover). The unit run's CPU fills the e2e tests' waits. Either failing fails make test.
 test: lint browser sandbox
-	$(PY) -m pytest tests/unit -n 2 --durations=5 --cov=agents_contract --cov-report=term --cov-fail-under=95
-	$(PY) -m pytest tests/integration tests/e2e -n $(TEST_WORKERS) --dist loadfile --durations=15
+	@$(PY) -m pytest tests/unit --durations=5 --cov=agents_contract --cov-report=term \
+		--cov-fail-under=95 > .unit-tests.log 2>&1 & unit=$$!; \
+	$(PY) -m pytest tests/integration tests/e2e -n $(TEST_WORKERS) --dist loadfile --durations=15; rest=$$?; \
+	wait $$unit; units=$$?; echo "---- tests/unit (under coverage) ----"; cat .unit-tests.log; \
+	echo "tests/unit: exit $$units; tests/integration and tests/e2e: exit $$rest"; \
+	test $$units -eq 0 && test $$rest -eq 0
 
 # $(call debian,COMMAND,PACKAGE,WHAT IT IS FOR,WHAT HAPPENS WITHOUT IT): Debian's PACKAGE when COMMAND is
 # missing, installed where this machine allows it (root and apt-get), as CI's clean machine needs.
