@@ -203,8 +203,8 @@ def _eventbridge_dow(field: str, expression: str) -> str:
             out.append(str(_dow_number(ends[0]) + 1))
             continue
         first, last = (_dow_number(e) for e in ends)
-        if ends[1] in ("7",):
-            last = 7  # a range ending on Sunday written as 7 (5-7 = FRI, SAT, SUN)
+        if ends[1].upper() in ("7", "SUN"):
+            last = 7  # a range ending on Sunday written as 7 or SUN (5-7 = FRI-SUN = FRI, SAT, SUN)
         if last == 7:
             out.append(f"{first + 1}-7,1" if first + 1 < 7 else "7,1")
         elif first > last:
