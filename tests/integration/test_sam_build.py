@@ -25,6 +25,15 @@ def _require(present: bool, what: str) -> None:
         pytest.skip(f"{what} not installed (make sam-cli installs it into .venv-sam)")
 
 
+def test_sam_validate_lint_passes():
+    """`sam validate --lint`: SAM's transform and cfn-lint's rules on template.yaml (make test runs it here, beside
+    the other tests; `make lint` runs it too)."""
+    _require(sam is not None, "the SAM CLI")
+    out = subprocess.run([sam, "validate", "--lint"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "is a valid SAM Template" in out.stdout + out.stderr
+
+
 @pytest.mark.slow
 def test_sam_build_without_containers(tmp_path):
     _require(sam is not None, "the SAM CLI")
