@@ -5,13 +5,14 @@ MaximumRetryAttempts."""
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from agents_core.outbox_redrive import event_value
 
 from . import iam, template
 from .apigw import Handler
@@ -32,20 +33,6 @@ def matches(pattern: Any, value: Any) -> bool:
                 return True
         return False
     return pattern == value
-
-
-def _as_event_value(value: dict[str, Any]) -> dict[str, Any]:
-    """A stream AttributeValue as the Lambda event's JSON carries it (B and BS base64)."""
-    kind, inner = next(iter(value.items()))
-    if kind == "B":
-        return {"B": base64.b64encode(bytes(inner)).decode()}
-    if kind == "BS":
-        return {"BS": [base64.b64encode(bytes(v)).decode() for v in inner]}
-    if kind == "M":
-        return {"M": {k: _as_event_value(v) for k, v in inner.items()}}
-    if kind == "L":
-        return {"L": [_as_event_value(v) for v in inner]}
-    return value
 
 
 SHARD_REFRESH_SECONDS = 10.0
@@ -92,7 +79,7 @@ class StreamPoller:
         dynamodb = dict(record["dynamodb"])
         for image in ("Keys", "NewImage", "OldImage"):  # binary values travel base64 in a Lambda event
             if image in dynamodb:
-                dynamodb[image] = {k: _as_event_value(v) for k, v in dynamodb[image].items()}
+                dynamodb[image] = {k: event_value(v) for k, v in dynamodb[image].items()}
         created = dynamodb.get("ApproximateCreationDateTime")
         if hasattr(created, "timestamp"):
             dynamodb["ApproximateCreationDateTime"] = created.timestamp()

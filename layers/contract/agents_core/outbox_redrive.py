@@ -27,17 +27,18 @@ GONE = ("TrimmedDataAccessException", "ExpiredIteratorException", "ResourceNotFo
 EMPTY_PAGES = 5  # an open shard answers empty pages past its last record: stop after this many in a row
 
 
-def _event_value(value: dict[str, Any]) -> dict[str, Any]:
-    """A stream AttributeValue as a Lambda event carries it (binary base64)."""
+def event_value(value: dict[str, Any]) -> dict[str, Any]:
+    """A stream AttributeValue as a Lambda event carries it (binary base64); the local stack's stream poller
+    builds its events with it too."""
     kind, inner = next(iter(value.items()))
     if kind == "B":
         return {"B": base64.b64encode(bytes(inner)).decode()}
     if kind == "BS":
         return {"BS": [base64.b64encode(bytes(v)).decode() for v in inner]}
     if kind == "M":
-        return {"M": {k: _event_value(v) for k, v in inner.items()}}
+        return {"M": {k: event_value(v) for k, v in inner.items()}}
     if kind == "L":
-        return {"L": [_event_value(v) for v in inner]}
+        return {"L": [event_value(v) for v in inner]}
     return value
 
 
@@ -45,7 +46,7 @@ def _event_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
     data = dict(record["dynamodb"])
     for image in ("Keys", "NewImage", "OldImage"):
         if image in data:
-            data[image] = {k: _event_value(v) for k, v in data[image].items()}
+            data[image] = {k: event_value(v) for k, v in data[image].items()}
     created = data.get("ApproximateCreationDateTime")
     if isinstance(created, dt.datetime):
         data["ApproximateCreationDateTime"] = created.timestamp()
