@@ -27,6 +27,7 @@ EXAMPLES = [
     ("session", (T, S), {"PK": "T#tenant-a#SESSION#sess_1", "SK": "S"}),
     ("sessions_of_tenant", (T,), {"pk": "T#tenant-a#SESSIONS", "index": "GSI1"}),
     ("listed_session", (T, S), {"GSI1PK": "T#tenant-a#SESSIONS", "GSI1SK": "sess_1"}),
+    ("session_listing", (T, S), {"PK": "T#tenant-a#SESSION#sess_1", "SK": "L"}),
     ("turn_sk", ("turn_1",), "TURN#turn_1"),
     ("turn", (T, S, "turn_1"), {"PK": "T#tenant-a#SESSION#sess_1", "SK": "TURN#turn_1"}),
     ("turns_of_session", (T, S), {"pk": "T#tenant-a#SESSION#sess_1", "sk_prefix": "TURN#"}),

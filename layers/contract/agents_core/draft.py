@@ -128,6 +128,10 @@ class Draft:
         self.call_states: dict[str, str] = {}  # call id -> state this commit gives it
         self._refs: dict[tuple[str, str], Optional[dict[str, Any]]] = {}  # (turn, Runtime Item id) -> ref
         self._new_refs: set[tuple[str, str]] = set()
+        # New refs whose row is not written (issue 36, cost): a function call's Item named by its call id (the
+        # CALL row this commit puts holds its ref), or an Item opened and finished in the commit that ends its Turn
+        # (every later observation of the Turn is ignored, and settlement reads only open refs).
+        self._implied_refs: set[tuple[str, str]] = set()
         self._changed_refs: set[tuple[str, str]] = set()
         self._owners: dict[int, str] = {}  # Item position -> the Subagent whose history holds it
         self._rows: dict[tuple[str, str], tuple[dict[str, Any], bool]] = {}  # other rows this commit puts
@@ -269,8 +273,13 @@ class Draft:
         key = (turn_id, runtime_id)
         if key not in self._refs:
             row = self.store.get(keys.item_ref(self.tenant, self.session_id, turn_id, runtime_id))
+            state = row and row["state"]
+            if row is None:  # a function call's Item named by its call id: its ref (done) lives in the CALL row
+                call = self.get(keys.call(self.tenant, self.session_id, runtime_id))
+                if call is not None and call.get("turn_id") == turn_id and call.get("ref"):
+                    row, state = {**call, "id": call["item_id"], "position": call["item_position"]}, "done"
             self._refs[key] = {"id": row["id"], "position": int(row["position"]),
-                               "output_index": int(row["output_index"]), "state": row["state"],
+                               "output_index": int(row["output_index"]), "state": state,
                                "parts": [int(p) for p in row.get("parts") or []],
                                **{k: row[k] for k in ("child_turn_id", "subagent_id") if row.get(k)}} if row else None
         return self._refs[key]
@@ -309,6 +318,16 @@ class Draft:
         self._changed_refs.add(key)
         self.dirty = True
         return True
+
+    def imply_ref(self, turn_id: str, runtime_id: str, call_id: str) -> dict[str, Any]:
+        """A function call's new ref, kept in its CALL row (no RID row) when its call id names its Item: the
+        attributes the CALL row carries for it (`item_ref` reads them there)."""
+        if runtime_id != call_id:
+            return {}
+        self._implied_refs.add((turn_id, runtime_id))
+        ref = self._refs[(turn_id, runtime_id)]
+        assert ref is not None
+        return {"ref": True, "item_position": ref["position"], "output_index": ref["output_index"]}
 
     def set_ref_state(self, turn_id: str, runtime_id: str, state: str) -> None:
         key = (turn_id, runtime_id)
@@ -370,10 +389,14 @@ class Draft:
         for turn_id, runtime_id in sorted(self._changed_refs):
             ref = self._refs[(turn_id, runtime_id)] or {}
             new = (turn_id, runtime_id) in self._new_refs
+            if new and ref.get("state") == "done" and ((turn_id, runtime_id) in self._implied_refs or (
+                    turn_id in self.turns and self.turns[turn_id].closing)):
+                continue
             self.tx.put({**keys.item_ref(self.tenant, self.session_id, turn_id, runtime_id), "kind": "item_ref",
                          "turn_id": turn_id, **ref}, "attribute_not_exists(PK)" if new else None)
         self._changed_refs.clear()
         self._new_refs.clear()
+        self._implied_refs.clear()
         for row, new in self._rows.values():
             self.tx.put(row, "attribute_not_exists(PK)" if new else None)
         self._rows.clear()

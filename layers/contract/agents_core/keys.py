@@ -7,8 +7,8 @@ partition starts with `T#{tenant}#`, so a foreign id simply names nothing (404).
 | partition (PK)                    | sort keys (SK)                                                    |
 | --------------------------------- | ----------------------------------------------------------------- |
 | `T#{tenant}#AGENT#{agent}`        | `A`                                                               |
-| `T#{tenant}#SESSION#{session}`    | `S` the Session; `TURN#{turn}`; `ITEM#{position:012d}`;           |
-|                                   | `CALL#{call}`; `OUT#{seq:012d}` outbox; `RID#{turn}#{runtime id}` |
+| `T#{tenant}#SESSION#{session}`    | `S` the Session; `L` its list entry; `ITEM#{position:012d}`;      |
+|                                   | `TURN#{turn}`; `CALL#{call}`; `OUT#{seq:012d}` outbox; `RID#...`  |
 |                                   | a Runtime's Item id; `OBS#{turn}#{seq:012d}` a buffered           |
 |                                   | observation; `SUBAGENT#{id}`, `SUBAGENTN#{runtime id}`,           |
 |                                   | `CTURN#{subagent}#{turn}`, `CTURNN#{runtime id}`                  |
@@ -142,6 +142,11 @@ def sessions_of_tenant(tenant: str) -> Range:
 
 def listed_session(tenant: str, session_id: str) -> Key:
     return _listed(sessions_of_tenant(tenant)["pk"], session_id)
+
+
+def session_listing(tenant: str, session_id: str) -> Key:
+    """A Session's list entry (GSI1): its own row, so the Session's commits write no index entry (sessions.listing)."""
+    return _key(session_partition(tenant, session_id), "L")
 
 
 def turn_sk(turn_id: str) -> str:

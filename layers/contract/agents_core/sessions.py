@@ -114,7 +114,7 @@ def create(store: DynamoStore, tenant: str, body: Any, session_id: Optional[str]
     admitted_id = session_id is not None
     session_id = session_id or new_id("sess")
     item: dict[str, Any] = {
-        **keys.session(tenant, session_id), **keys.listed_session(tenant, session_id),
+        **keys.session(tenant, session_id),  # listed by its own row (`listing`), not by this item
         "kind": "session", "id": session_id, "tenant": tenant, "agent_id": agent_id,
         "created_at": ts, "last_active_at": ts, "status": "idle",
         "metadata": jsonutil.dumps(body.get("metadata") or {}), "meta": dict(body.get("metadata") or {}),
@@ -143,6 +143,7 @@ def create(store: DynamoStore, tenant: str, body: Any, session_id: Optional[str]
         if saved is not None:
             tx.check(keys.agent(tenant, agent_id), "attribute_exists(PK)")
         tx.put(item, "attribute_not_exists(PK)")
+        tx.put(listing(tenant, session_id, agent_id, body.get("metadata")), "attribute_not_exists(PK)")
         # a workspace Session's own Environment, created with it (or the named one it now uses)
         environments.write_for_session(tx, draft, snapshot.environment, ts, request.environment, reused)
         draft.flush()
@@ -158,6 +159,13 @@ def create(store: DynamoStore, tenant: str, body: Any, session_id: Optional[str]
             return session_view(existing)  # created before, by an earlier attempt of the same occurrence
         raise NotFound() from None  # the saved Agent was deleted meanwhile
     return session_view(item)
+
+
+def listing(tenant: str, session_id: str, agent_id: str, metadata: Any) -> dict[str, Any]:
+    """The Session's list entry (keys.session_listing): what a list filters on (`agent_id`, `meta`); the page is
+    read from the Session items themselves. Its own row, so no commit of the Session writes an index entry."""
+    return {**keys.session_listing(tenant, session_id), **keys.listed_session(tenant, session_id),
+            "kind": "session_listing", "id": session_id, "agent_id": agent_id, "meta": dict(metadata or {})}
 
 
 # ---- read / update / delete / list ------------------------------------------------------------
@@ -186,6 +194,9 @@ def update(store: DynamoStore, tenant: str, session_id: str, body: Any) -> dict[
         keys.session(tenant, session_id), "SET metadata = :m, meta = :map", "attribute_exists(PK)",
         values={":m": metadata, ":map": dict(request.metadata or {})},
     )
+    if keys.GSI1PK not in load(store, tenant, session_id):  # listed by its own row, which filters on `meta`
+        tx.update(keys.session_listing(tenant, session_id), "SET meta = :map", "attribute_exists(PK)",
+                  values={":map": dict(request.metadata or {})})
     try:
         store.transact(tx)
     except TransactionConflict:
@@ -250,8 +261,13 @@ def list_page(store: DynamoStore, tenant: str, params: ListParams, query: dict[s
     result = store.query(**keys.sessions_of_tenant(tenant), after=params.after, limit=params.limit,
                          ascending=params.ascending, filter_expression=" AND ".join(filters) or None,
                          names=names or None, values=values or None)
-    items = result.items
-    return page([session_view(i) for i in items], result.has_more)
+    # A list entry names its Session (read in one BatchGetItem); a Session created before list entries existed is
+    # its own entry. One deleted meanwhile (its entry goes with its partition, just after it) is left out.
+    named = [keys.session(tenant, i["id"]) for i in result.items if i.get("kind") == "session_listing"]
+    sessions = store.batch_get(named) if named else {}
+    items = [i if i.get("kind") != "session_listing" else sessions.get(keys.address(keys.session(tenant, i["id"])))
+             for i in result.items]
+    return page([session_view(i) for i in items if i is not None], result.has_more)
 
 
 # ---- Turns and Items ------------------------------------------------------------------------------

@@ -490,9 +490,10 @@ def _function_call(draft: engine.Draft, turn: engine.TurnState, msg: dict[str, A
     item = {"id": ref["id"], "type": "function_call", "call_id": call_id, "name": name, "arguments": arguments,
             "status": "completed", "turn_id": owner.get("turn_id") or turn.id}
     draft.put_item(ref["position"], item, owner.get("subagent_id"))
-    draft.tx.put({**keys.call(draft.tenant, draft.session_id, call_id), "kind": "call", "call_id": call_id,  # type: ignore[arg-type]
-                  "turn_id": turn.id, "child_turn_id": owner.get("turn_id"), "subagent_id": owner.get("subagent_id"),
-                  "name": name, "arguments": encoded,
+    implied = draft.imply_ref(turn.id, runtime_id, call_id)  # type: ignore[arg-type]
+    draft.tx.put({**implied, **keys.call(draft.tenant, draft.session_id, call_id), "kind": "call",  # type: ignore[arg-type]
+                  "call_id": call_id, "turn_id": turn.id, "child_turn_id": owner.get("turn_id"),
+                  "subagent_id": owner.get("subagent_id"), "name": name, "arguments": encoded,
                   "state": "pending", "item_id": ref["id"], "created_at": now(),
                   "created_ms": metrics.now_ms()}, "attribute_not_exists(PK)")  # FunctionRoundTrip's start
     draft.emit(resources.item_event("agent.session.turn.item.added", new_id("evt"), draft.session_id, item,
