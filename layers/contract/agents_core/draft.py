@@ -134,6 +134,7 @@ class Draft:
         self._implied_refs: set[tuple[str, str]] = set()
         self._changed_refs: set[tuple[str, str]] = set()
         self._owners: dict[int, str] = {}  # Item position -> the Subagent whose history holds it
+        self.item_attrs: dict[int, dict[str, Any]] = {}  # Item position -> more attributes of its row (a list entry)
         self._rows: dict[tuple[str, str], tuple[dict[str, Any], bool]] = {}  # other rows this commit puts
         self.messages_added = 0
         self.started: Optional[TurnState] = None  # the Turn this commit starts, if any
@@ -259,6 +260,10 @@ class Draft:
     def items_of(self, turn_id: str) -> list[dict[str, Any]]:
         """The Items of a Turn this commit writes, in position order."""
         return [item for _, item in sorted(self._items.items()) if item.get("turn_id") == turn_id]
+
+    def pending_items(self) -> dict[int, dict[str, Any]]:
+        """The Items this commit writes so far, by position."""
+        return dict(self._items)
 
     def put_item(self, position: int, item: dict[str, Any], subagent_id: Optional[str] = None) -> None:
         """The Item's latest state in this commit (a batch may add and finish it: one write).
@@ -420,7 +425,7 @@ class Draft:
         for position, item in sorted(self._items.items()):
             self.tx.put({**keys.item(self.tenant, self.session_id, position), "kind": "item",
                          "id": item["id"], "turn_id": item["turn_id"], "subagent_id": self._owners.get(position),
-                         "doc": jsonutil.dumps(item)})
+                         "doc": jsonutil.dumps(item), **self.item_attrs.pop(position, {})})
         self._items.clear()
 
     def _write_turn(self, turn: TurnState) -> None:

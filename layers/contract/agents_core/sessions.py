@@ -114,7 +114,7 @@ def create(store: DynamoStore, tenant: str, body: Any, session_id: Optional[str]
     admitted_id = session_id is not None
     session_id = session_id or new_id("sess")
     item: dict[str, Any] = {
-        **keys.session(tenant, session_id),  # listed by its own row (`listing`), not by this item
+        **keys.session(tenant, session_id),  # listed by an entry of its own (`list_entry`), not by this item
         "kind": "session", "id": session_id, "tenant": tenant, "agent_id": agent_id,
         "created_at": ts, "last_active_at": ts, "status": "idle",
         "metadata": jsonutil.dumps(body.get("metadata") or {}), "meta": dict(body.get("metadata") or {}),
@@ -142,8 +142,14 @@ def create(store: DynamoStore, tenant: str, body: Any, session_id: Optional[str]
         tx = store.new_transaction()
         if saved is not None:
             tx.check(keys.agent(tenant, agent_id), "attribute_exists(PK)")
+        entry = listing(tenant, session_id, agent_id, body.get("metadata"))
+        first = _first_input_position(draft)
+        if first is not None:  # the first input message's Item (written once, never again) carries the entry
+            draft.item_attrs[first] = {k: v for k, v in entry.items() if k not in (keys.PK, keys.SK, "kind", "id")}
+            item["list_item"] = first
+        else:
+            tx.put(entry, "attribute_not_exists(PK)")
         tx.put(item, "attribute_not_exists(PK)")
-        tx.put(listing(tenant, session_id, agent_id, body.get("metadata")), "attribute_not_exists(PK)")
         # a workspace Session's own Environment, created with it (or the named one it now uses)
         environments.write_for_session(tx, draft, snapshot.environment, ts, request.environment, reused)
         draft.flush()
@@ -162,10 +168,24 @@ def create(store: DynamoStore, tenant: str, body: Any, session_id: Optional[str]
 
 
 def listing(tenant: str, session_id: str, agent_id: str, metadata: Any) -> dict[str, Any]:
-    """The Session's list entry (keys.session_listing): what a list filters on (`agent_id`, `meta`); the page is
-    read from the Session items themselves. Its own row, so no commit of the Session writes an index entry."""
+    """The Session's list entry on GSI1 (issue 36: no commit of the Session then rewrites an index entry): what a
+    list filters on (`agent_id`, `meta`) and the Session it names (`listed`); the page is read from the Sessions.
+    A create with input folds it into its first message's Item, which no later commit writes; otherwise it is a
+    row of its own (keys.session_listing). A Session created before list entries is listed by its own item."""
     return {**keys.session_listing(tenant, session_id), **keys.listed_session(tenant, session_id),
-            "kind": "session_listing", "id": session_id, "agent_id": agent_id, "meta": dict(metadata or {})}
+            "kind": "session_listing", "listed": session_id, "agent_id": agent_id, "meta": dict(metadata or {})}
+
+
+def _first_input_position(draft: engine.Draft) -> Optional[int]:
+    users = [p for p, doc in draft.pending_items().items() if doc.get("type") == "message" and doc.get("role") == "user"]
+    return min(users) if users else None
+
+
+def list_entry(tenant: str, session_id: str, stored: dict[str, Any]) -> dict[str, str]:
+    """The key of the row that lists a Session (`listing`), from its stored item."""
+    if stored.get("list_item"):
+        return keys.item(tenant, session_id, int(stored["list_item"]))
+    return keys.session_listing(tenant, session_id)
 
 
 # ---- read / update / delete / list ------------------------------------------------------------
@@ -194,8 +214,9 @@ def update(store: DynamoStore, tenant: str, session_id: str, body: Any) -> dict[
         keys.session(tenant, session_id), "SET metadata = :m, meta = :map", "attribute_exists(PK)",
         values={":m": metadata, ":map": dict(request.metadata or {})},
     )
-    if keys.GSI1PK not in load(store, tenant, session_id):  # listed by its own row, which filters on `meta`
-        tx.update(keys.session_listing(tenant, session_id), "SET meta = :map", "attribute_exists(PK)",
+    stored = load(store, tenant, session_id)
+    if keys.GSI1PK not in stored:  # listed by an entry of its own, which a list filters on `meta`
+        tx.update(list_entry(tenant, session_id, stored), "SET meta = :map", "attribute_exists(PK)",
                   values={":map": dict(request.metadata or {})})
     try:
         store.transact(tx)
@@ -263,9 +284,9 @@ def list_page(store: DynamoStore, tenant: str, params: ListParams, query: dict[s
                          names=names or None, values=values or None)
     # A list entry names its Session (read in one BatchGetItem); a Session created before list entries existed is
     # its own entry. One deleted meanwhile (its entry goes with its partition, just after it) is left out.
-    named = [keys.session(tenant, i["id"]) for i in result.items if i.get("kind") == "session_listing"]
+    named = [keys.session(tenant, i["listed"]) for i in result.items if i.get("listed")]
     sessions = store.batch_get(named) if named else {}
-    items = [i if i.get("kind") != "session_listing" else sessions.get(keys.address(keys.session(tenant, i["id"])))
+    items = [sessions.get(keys.address(keys.session(tenant, i["listed"]))) if i.get("listed") else i
              for i in result.items]
     return page([session_view(i) for i in items if i is not None], result.has_more)
 
