@@ -248,8 +248,10 @@ def begin(store: DynamoStore, messenger: Messenger, tenant: str, session_id: str
           task_token: str) -> None:
     """The Dispatch task: store the task token on the claimed Turn and send turn.start."""
     key = keys.turn(tenant, session_id, turn_id)
-    both = store.transact_get([key, keys.session(tenant, session_id)])  # one request
-    item, session = both if both is not None else (store.get(key), None)
+    # one consistent BatchGetItem (1 RRU per 4 KB each; a TransactGetItems was 2): no snapshot of the two is needed,
+    # the Session's snapshot never changes and the Turn's state is guarded by the conditional update below
+    both = store.batch_get([key, keys.session(tenant, session_id)])
+    item, session = both.get(keys.address(key)), both.get(keys.address(keys.session(tenant, session_id)))
     if item is None or not item.get("claimed_by") or item.get("status") in engine.TERMINAL:
         raise RuntimeError("Turn is not claimed or already settled")  # the task fails; Settle is a no-op
     # One UpdateItem with the condition (1 WRU per KB; a one-entry transaction was 2: issue 36, item 5).
