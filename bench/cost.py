@@ -187,9 +187,10 @@ def turn_lines(turns: dict[str, Any], per_turn: dict[str, Any], memory: dict[str
         "| --- | --- | --- | --- |",
         f"| DynamoDB table writes | {wru:.0f} WRU: transactional entries by function and item ({writes}), 2 WRU "
         f"per KB each | {wru:.0f} x 0.625 | {_usd(p['dynamodb_table_writes'])} |",
-        f"| DynamoDB GSI1 writes | {index_wru:.0f} WRU: {life.get('index_writes', 0)} index writes (projection ALL: "
-        f"every write of a listed item, e.g. the Session, writes its index entry), counted at the transactional "
-        f"rate | {index_wru:.0f} x 0.625 | {_usd(p['dynamodb_index_writes'])} |",
+        f"| DynamoDB GSI1 writes | {index_wru:.0f} WRU: {life.get('index_writes', 0)} index write(s) (projection ALL: "
+        f"every write of a listed item writes its index entry; the Session's list entry is written once, with the "
+        f"create, and the Session item itself is not listed), counted at the transactional rate | "
+        f"{index_wru:.0f} x 0.625 | {_usd(p['dynamodb_index_writes'])} |",
         f"| DynamoDB reads | {rru:.1f} RRU ({life['dynamodb_total']} requests; eventually consistent ones half) | "
         f"{rru:.1f} x 0.125 | {_usd(p['dynamodb_reads'])} |",
         f"| Lambda | {per_turn['invocations']} invocations ({fns}): {per_turn['gb_seconds']:.3f} GB-s | "
@@ -274,19 +275,30 @@ def levers(turns: dict[str, Any], per_turn: dict[str, Any], wait: dict[str, Any]
         "says it counts \"a state transition each time a step of your workflow is executed\". If the start is not "
         f"billed, a Turn is USD {_usd(start_free)} per 1M.",
         "- **The per-tenant running-Turn counter** (`MAX_RUNNING_TURNS`) is one more transactional entry in the "
-        "start's commit and one in the settlement's: 4 WRU x 0.625 = USD 2.50 per 1M Turns.",
-        "- **The Session's GSI1 entry** (projection ALL) is rewritten with every commit: "
-        f"USD {_usd(per_turn['parts']['dynamodb_index_writes'])} per 1M Turns. A KEYS_ONLY or INCLUDE list index "
-        "would not be written by the commits that change no listed attribute, at the price of an index "
-        "replacement and a read per listed Session.",
+        "start's commit and one in the settlement's: 4 WRU x 0.625 = USD 2.50 per 1M Turns. It is one item per "
+        "tenant, which no Turn commit writes otherwise: it cannot be folded into one, and only a transactional "
+        "change keeps the limit exact (a refused start writes nothing, a slot is released exactly once).",
+        "- **The claim row** (`CONN#.../CLAIM#turn`: how a lost or rotated connection finds its Turns) is put in the "
+        "commit that claims the Turn and deleted in the one that ends it: 4 WRU x 0.625 = USD 2.50 per 1M Turns. "
+        "It lives in the connection's partition, which no Turn commit writes otherwise; an index on the Turn "
+        "would cost the same two index writes, and leaving it to expire would leave the claims of ended Turns for "
+        "every rotation and `$disconnect` to read.",
+        f"- **The Session's list entry** is the one index write left (USD "
+        f"{_usd(per_turn['parts']['dynamodb_index_writes'])} per 1M Turns): a create with input folds it into its "
+        "first message's Item (written once), so it adds no table write; the Session item is off GSI1 and its "
+        "commits write no index entry (they wrote one each, projection ALL). A Session created before is listed "
+        "by its own item until it is deleted. A list page reads the Sessions it names (one BatchGetItem).",
         f"- **Waiting, alone on a connection**: the beat's WebSocket message (USD {_usd(beat['websocket'])}) and "
         "the rewrite of the connection's pool rows' `seen_at` every other beat with its GSI1 entry (USD "
         f"{_usd(beat['dynamodb_table_writes'] + beat['dynamodb_index_writes'])}) are most of it; a waiting Turn "
         f"on a connection that beats anyway costs USD {_usd(wait['marginal'])} per 1M minutes.",
         f"- **The second post of a delivered message.** The result's `turn.tool_result` is posted by the committing "
         f"function and again from the outbox (USD {_usd(PRICES['websocket_message'])} per 1M Turns). Only a sign that "
-        "the first post arrived could spare the second: a write after it or a read before the repeat (about as dear, "
-        "and racing the receipt), or posting from the outbox alone (a Streams hop between a result and the Runtime).",
+        "the first post arrived could spare the second: a write after it (as dear), posting from the outbox alone (a "
+        "Streams hop between a result and the Runtime), or a read of the call before the repeat, skipping it once "
+        "the receipt has landed: measured here, the outbox consumer reads the call before the Runtime's receipt "
+        "lands (the stream wakes it at once), so that read would only add 0.5 RRU; on AWS (the event source mapping "
+        "polls about 4 times a second) it would often win, but nothing here measures it.",
     ]
 
 
@@ -380,9 +392,13 @@ def main() -> int:
         "- Every commit rewrites the Session item (it carries the frozen snapshot, zlib-compressed, so that a Session "
         "read is one",
         "  GetItem), so write units grow with the snapshot's size: "
-        f"{life['item_kb'].get('session', 0):.1f} KB here; and the Session is listed on GSI1 with projection ALL, so "
-        "each of those",
-        "  writes also writes its index entry. Sessions with many tools pay more per commit.",
+        f"{life['item_kb'].get('session', 0):.1f} KB here. Sessions with many tools pay more per commit. The Session "
+        "item is not on GSI1",
+        "  (its list entry is), so those writes write no index entry.",
+        "- Rows a commit does not write: a function call's Item ref when its call id names the Item (the CALL row "
+        "holds it), and an Item",
+        "  opened and finished in the commit that ends its Turn (nothing can name it later). Each was a "
+        "transactional entry (2 WRU).",
         "- Index writes are counted at the transactional rate (2 WRU per KB) when the table write is transactional: "
         "the conservative reading",
         "  (DynamoDB documents the doubling for the items of a transaction; an index entry is propagated from them).",
