@@ -112,7 +112,7 @@ validate: $(SAM)
 	$(SAM) validate --lint
 
 build: $(SAM)
-	$(SAM) build
+	UV="$(abspath $(VENV))/bin/uv" UV_NATIVE_TLS=1 $(SAM) build
 
 deploy: build
 	$(SAM) deploy

@@ -103,7 +103,8 @@ def test_the_files_tab_downloads_an_artifact_and_lists_the_environments_files(cl
         environment={"type": "openai_hosted"}, agent={"model": "gpt-5"},
         extra_body={"x_agents_core": {"harness": "scripted"}},
         input="write /workspace/notes.txt kept in the workspace\nwrite /workspace/outputs/report.txt 42 rows\nsay Done.")
-    assert finished(client, session.id).status == "completed", hosted_runtime.stderr.read_text()[-2000:]
+    turn = finished(client, session.id)
+    assert turn.status == "completed", (turn.model_extra, hosted_runtime.stderr.read_text()[-2000:])
     [artifact] = client.beta.agents.sessions.artifacts.list(session.id).data
     open_session(page, local_stack, session.id)
     expect(page.locator(".item[data-phase=final_answer] .text").first).to_have_text("Done.")

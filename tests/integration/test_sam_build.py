@@ -40,7 +40,10 @@ def test_sam_build_without_containers(tmp_path):
     # The layer's Makefile installs wheels with $(PYTHON) -m pip: here the SAM CLI's own interpreter, a plain venv
     # Python, never a version manager's shim (pyenv's rehashes after every pip install behind a global lock file).
     python = SAM.parent / "python"
-    env = {**os.environ, "PYTHON": str(python)} if python.exists() else None
+    env = {**os.environ, "PYTHON": str(python)} if python.exists() else dict(os.environ)
+    uv = ROOT / ".venv" / "bin" / "uv"  # what make installs: the Makefiles install the Lambda wheels with it
+    if uv.exists():
+        env |= {"UV": str(uv), "UV_NATIVE_TLS": "1"}
     out = subprocess.run([sam, "build", "--build-dir", str(tmp_path / "build"), "--cache-dir", str(tmp_path / "cache")],
                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
