@@ -16,9 +16,8 @@ from tests.integration.stack_fixtures import stack  # noqa: F401 - fixtures
 FN = {"type": "function", "name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}
 
 
-def _session(stack):
+def _session(stack, raw):
     client = sdk(stack.http, create_key(stack.store, "tenant-a"))
-    raw = RawRuntime(stack)
     session = client.beta.agents.sessions.create(environment={"type": "none"}, agent={"model": "m", "tools": [FN]},
                                                  input="anything", extra_body={"x_agents_core": {"harness": "scripted"}})
     return client, raw, session, raw.start()
@@ -34,8 +33,15 @@ def _acked(raw, turn_id, seq):
                          for f in raw.frames))
 
 
-def test_a_call_named_by_its_call_id_keeps_its_ref_in_the_call_row_and_its_id_stays_taken(stack):
-    client, raw, session, route = _session(stack)
+def test_refs_a_commit_does_not_write_and_what_they_kept(stack):
+    """One stack for both (a stack start is most of a test's time here)."""
+    raw = RawRuntime(stack)  # one connection: every Turn here is claimed by it
+    _call_ref_in_its_call_row(stack, raw)
+    _items_of_the_ending_commit(stack, raw)
+
+
+def _call_ref_in_its_call_row(stack, raw):
+    client, raw, session, route = _session(stack, raw)
     raw.observe(route, "turn.function_call", call_id="c1", name="f", arguments={})
     seq = raw.observe(route, "turn.function_call", call_id="c2", name="f", arguments={}, item_id="fc2")
     _acked(raw, route["turn_id"], seq)
@@ -57,8 +63,8 @@ def test_a_call_named_by_its_call_id_keeps_its_ref_in_the_call_row_and_its_id_st
     assert len(client.beta.agents.sessions.items.list(session.id).data) == len(items)  # nothing added
 
 
-def test_an_item_opened_and_finished_in_the_ending_commit_writes_no_ref_and_an_earlier_one_is_closed(stack):
-    client, raw, session, route = _session(stack)
+def _items_of_the_ending_commit(stack, raw):
+    client, raw, session, route = _session(stack, raw)
     seq = raw.observe(route, "turn.item.added", item={"id": "early", "type": "message", "role": "assistant",
                                                        "status": "in_progress", "content": []})
     _acked(raw, route["turn_id"], seq)
