@@ -15,7 +15,11 @@ import pytest
 from openai import OpenAI
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-HEARTBEAT = 3
+# The heartbeat bound of the e2e stacks, and the cadence their Runtimes beat at (a third of it, as Core's welcome
+# names): a lost Runtime is found within seconds, and a Runtime starved for a few seconds on a busy 2-core machine is
+# not taken for a lost one. Each beat is a WebSocket message, a gateway invocation and table writes in the stack.
+HEARTBEAT = 6
+BEAT = str(HEARTBEAT / 3)
 
 
 def _wait_file(path: pathlib.Path, process: subprocess.Popen, timeout: float = 60) -> dict:
@@ -89,7 +93,7 @@ TEST_EGRESS_ALLOW = "127.0.0.0/8"
 
 def start_runtime(info: dict, harnesses: list[str], extra: tuple[str, ...] = (), stderr=subprocess.DEVNULL,
                   egress_allow: str = TEST_EGRESS_ALLOW) -> subprocess.Popen:
-    args = [sys.executable, "-m", "runtime", "--url", info["websocket_url"], "--heartbeat", "0.5", *extra]
+    args = [sys.executable, "-m", "runtime", "--url", info["websocket_url"], "--heartbeat", BEAT, *extra]
     for h in harnesses:
         args += ["--harness", h]
     return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr,  # noqa: S603
@@ -223,7 +227,7 @@ class EnrolledRuntime(RuntimeProcess):
                 wait: bool = True) -> dict:
         enrollment = enroll(client, session.environment.id)
         args = [sys.executable, "-m", "runtime", "--url", session.environment.remote_url, "--workspace", workspace,
-                "--harness", self.harness, "--heartbeat", "0.5", "--state-dir", str(self.root / "state")]
+                "--harness", self.harness, "--heartbeat", BEAT, "--state-dir", str(self.root / "state")]
         if self.native:
             args += ["--native", self.harness, "--model-provider", "scripted", "--provider-log", str(self.log)]
         if tool_env is not None:

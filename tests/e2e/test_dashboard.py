@@ -19,7 +19,7 @@ import time
 import pytest
 from openai import OpenAI
 
-from tests.e2e.conftest import ROOT
+from tests.e2e.conftest import BEAT, ROOT
 from tests.e2e.test_streaming import other_tenant_key
 
 pytestmark = pytest.mark.e2e
@@ -469,7 +469,7 @@ def test_input_on_an_offline_environment_shows_the_connection_action_until_the_e
     token = enrollment_token(page.locator("#enroll-command").inner_text())
     machine = subprocess.Popen(  # noqa: S603 - the reference Runtime, bound to a workspace of its own
         [sys.executable, "-m", "runtime", "--url", session.environment.remote_url, "--workspace", str(tmp_path / "ws"),
-         "--state-dir", str(tmp_path / "state"), "--harness", "scripted", "--heartbeat", "0.5"],
+         "--state-dir", str(tmp_path / "state"), "--harness", "scripted", "--heartbeat", BEAT],
         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": f"{ROOT / 'layers' / 'contract'}:{ROOT}", "AGENTS_CORE_ENROLLMENT_TOKEN": token})
     try:

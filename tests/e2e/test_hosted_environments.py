@@ -20,7 +20,7 @@ import openai
 import pytest
 
 from local.inprocess import wait_for
-from tests.e2e.conftest import ROOT, RuntimeProcess, aws_client, tenant_client
+from tests.e2e.conftest import BEAT, ROOT, RuntimeProcess, aws_client, tenant_client
 
 pytestmark = pytest.mark.e2e
 
@@ -42,7 +42,7 @@ class HostedRuntime(RuntimeProcess):
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
-        args = [sys.executable, "-m", "runtime", "--url", self.info["websocket_url"], "--heartbeat", "0.5",
+        args = [sys.executable, "-m", "runtime", "--url", self.info["websocket_url"], "--heartbeat", BEAT,
                 "--hosted-environments", str(self.directory), "--state-dir", str(self.state),
                 "--native", "codex,claude_code", "--model-provider", "scripted", "--provider-log", str(self.log)]
         for harness in ("scripted", "codex", "claude_code"):
