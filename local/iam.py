@@ -463,6 +463,9 @@ def install() -> None:
 
         if boto3.DEFAULT_SESSION is not None:  # boto3's (moto's ASL interpreter makes its clients from it)
             _register(boto3.DEFAULT_SESSION._session)
+        from . import clientcache
+
+        clientcache.clear()  # a client kept from before the hook would go unchecked
         _installed = True
 
 

@@ -236,13 +236,14 @@ class LocalStack:
 
         from moto.core.config import default_user_config
 
-        from . import apigw, iam, lambdas, motofix, streams, template, websocket
+        from . import apigw, clientcache, iam, lambdas, motofix, streams, template, websocket
         from .inprocess import reset_caches
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log
         default_user_config["stepfunctions"] = {"execute_state_machine": True}
         default_user_config["lambda"] = {"use_docker": False}
         motofix.install()
+        clientcache.install()  # each client made once, as a Lambda execution environment keeps its own
         iam.install()  # every function's AWS calls are checked against its own policies (AGENTS_CORE_IAM=off: not)
         # The handlers and the ASL interpreter reach moto in-process (no HTTP hop per DynamoDB call);
         # the server on MOTO_PORT serves the same backends to other processes (CLI, scripts, tools).

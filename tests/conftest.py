@@ -4,12 +4,19 @@ import pathlib
 
 import pytest
 
+from local import clientcache
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
 
 # Every Runtime a test (or a stack a test started) spawns stops when its parent does, even when the test
 # process is killed before its fixtures stop it: none is left reconnecting after the run.
 os.environ.setdefault("AGENTS_CORE_EXIT_WITH_PARENT", "1")
+
+# One botocore client per service and configuration in a test process, as a Lambda execution environment keeps
+# its own (local/clientcache.py): the in-process stack is rebuilt for every test, and making its clients again
+# was an eighth of an integration test's CPU. (pyproject's pythonpath puts the repository root on sys.path.)
+clientcache.install()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -26,7 +26,7 @@ def test_api_conforms_and_never_answers_5xx(operation, local_stack):
     headers = {"Authorization": f"Bearer {local_stack['api_key']}"}
 
     @given(case=operation.as_strategy())
-    @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     def run(case):
         case.call_and_validate(base_url=base, headers=headers, checks=CHECKS)
 
