@@ -75,10 +75,10 @@ def test_the_http_probe_runs_where_claude_code_would_reach_the_server():
     from runtime.harnesses.claude_code.session import PROBE_SOURCE, probe_launch
 
     egress = type("Egress", (), {"url": "http://127.0.0.1:4711"})()
-    argv, env = probe_launch({}, None, "https://mcp.example/")  # Claude Code shares the Runtime's network
-    assert argv == [sys.executable, "-I", "-c", PROBE_SOURCE] and env == dict(os.environ)
+    argv, env = probe_launch({}, None, "https://mcp.example/")  # Claude Code shares the Runtime's network: here
+    assert argv == [] and env == dict(os.environ)
     argv, env = probe_launch({"egress": egress}, _Box("enabled"), "https://mcp.example/")
-    assert argv[:3] == [sys.executable, "-I", "-c"]
+    assert argv == [sys.executable, "-I", "-c", PROBE_SOURCE]
     assert env["HTTPS_PROXY"] == env["http_proxy"] == egress.url and env["NO_PROXY"] == env["no_proxy"] == ""
     # a hosted sandbox without network access, or a loopback URL (the sandbox's own loopback): not probed
     assert probe_launch({"egress": egress}, _Box("disabled"), "https://mcp.example/") is None
@@ -124,6 +124,17 @@ def test_a_hosted_sandboxs_probe_goes_through_the_egress_proxy_and_reads_list_ch
         assert anyio.run(run_probe, argv, env, {"url": url, "headers": {"Authorization": ""}}) == \
             {"list_changed": True}
         assert proxy.connections > 0
+        # Claude Code on the Runtime's own network: the same verdict read in this process, and a server that is
+        # not there is an error named by its type only
+        here, env = probe_launch({}, None, url)
+        assert here == [] and anyio.run(run_probe, here, env, {"url": url, "headers": {"Authorization": ""}}) == \
+            {"list_changed": True}
+        closed = socket.socket()
+        closed.bind(("127.0.0.1", 0))
+        gone = f"http://127.0.0.1:{closed.getsockname()[1]}/mcp"
+        closed.close()
+        verdict = anyio.run(run_probe, here, env, {"url": gone, "headers": {"Authorization": "Bearer s3cret"}})
+        assert set(verdict) == {"error"} and "s3cret" not in verdict["error"], verdict
     finally:
         proxy.stop()
         server.should_exit = True

@@ -181,7 +181,9 @@ def _http_servers(start: dict[str, Any]) -> list[str]:
 
 def probe_launch(start: dict[str, Any], box: Any, url: str) -> Optional[tuple[list[str], dict[str, str]]]:
     """How the probe runs so that it reaches what Claude Code reaches, or None where it cannot:
-    - Claude Code shares the Runtime's network (a self-hosted machine, a Runtime without isolation): directly;
+    - Claude Code shares the Runtime's network (a self-hosted machine, a Runtime without isolation): in this
+      process (no argv: `run_probe` awaits static_probe.list_changed here, so no interpreter starts and imports
+      `mcp` for each start of Claude Code);
     - a shared Runtime's namespace: in a network namespace of the same identity (the same egress route);
     - a hosted sandbox: the CLI reaches the public internet through the egress proxy only (with network access
       enabled), so the probe runs here through that proxy with the same policy; its loopback is the sandbox's own
@@ -198,10 +200,25 @@ def probe_launch(start: dict[str, Any], box: Any, url: str) -> Optional[tuple[li
                    NO_PROXY="", no_proxy="")
     elif namespace is not None:
         argv, env = namespace.argv("claude_code", argv), namespace.environ(env)
+    else:
+        return [], env  # the Runtime's own network: in this process
     return argv, env
 
 
 async def run_probe(argv: list[str], env: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
+    """static_probe.py's verdict: in this process when `argv` is empty (Claude Code shares its network), else as
+    its own interpreter (the spec on stdin)."""
+    if not argv:
+        from . import static_probe
+
+        try:
+            return {"list_changed": await asyncio.wait_for(static_probe.list_changed(spec), PROBE_TIMEOUT)}
+        except TimeoutError:
+            return {"error": f"no answer within {PROBE_TIMEOUT:.0f} s"}
+        except Exception as exc:  # noqa: BLE001 - reported by type only, as the probe process does (a message may
+            while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # quote a header)
+                exc = exc.exceptions[0]
+            return {"error": type(exc).__name__}
     process = await asyncio.create_subprocess_exec(*argv, env=env, stdin=asyncio.subprocess.PIPE,
                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
     try:
