@@ -47,7 +47,7 @@ test: lint-code browser sandbox $(SAM)
 	@$(PY) -m pytest $(CONTRACT_TESTS) --durations=5 --cov=agents_contract --cov-report=term \
 		--cov-fail-under=95 > .unit-tests.log 2>&1 & unit=$$!; \
 	$(PY) -m pytest $(filter-out $(CONTRACT_TESTS),$(UNIT_TESTS)) tests/integration tests/e2e \
-		-n $(TEST_WORKERS) --dist loadfile --durations=15; rest=$$?; \
+		-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15; rest=$$?; \
 	wait $$unit; units=$$?; echo "---- the contract's unit tests (under coverage) ----"; cat .unit-tests.log; \
 	echo "contract unit tests: exit $$units; the other tests: exit $$rest"; \
 	test $$units -eq 0 && test $$rest -eq 0
