@@ -105,7 +105,7 @@ bench: $(STAMP)
 ## 3 s with uv, so `sam validate --lint` and `sam build` in tests/integration/test_sam_build.py run on every change).
 sam-cli: $(SAM)
 $(SAM): $(STAMP)
-	$(PYTHON) -m venv $(SAM_VENV)
+	$(PYTHON) -m venv --without-pip $(SAM_VENV)  # uv installs into it: no pip to bootstrap
 	$(UV) pip install --quiet --python $(SAM_VENV)/bin/python aws-sam-cli==$(SAM_CLI_VERSION)
 
 validate: $(SAM)
