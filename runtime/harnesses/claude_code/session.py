@@ -24,14 +24,16 @@ import sys
 import urllib.parse
 import warnings
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from ...environments.sandbox import INSIDE_OPT
 from ..common import AdapterError, bearer_variables, tools_of
 from ..native import NativeDriver, NativeSession
 from . import config as adapter
-from .functions import FunctionsServer
 from .static_relay import REFUSAL
+
+if TYPE_CHECKING:
+    from .functions import FunctionsServer
 
 PROBE_SOURCE = (pathlib.Path(__file__).parent / "static_probe.py").read_text()
 
@@ -260,6 +262,8 @@ class ClaudeSession(NativeSession):
             self.cwd = self.root / "work"  # environment none: a private empty directory
             self.cwd.mkdir(exist_ok=True)
         self.native_session: Optional[str] = self.saved_id()
+        from .functions import FunctionsServer  # mcp: imported by a Claude Code Session, not by every Runtime
+
         self.functions = FunctionsServer(tools_of(start, "function"), self._tool_call) \
             if tools_of(start, "function") else None
         self.client: Any = None
