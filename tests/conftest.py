@@ -19,10 +19,11 @@ os.environ.setdefault("AGENTS_CORE_EXIT_WITH_PARENT", "1")
 clientcache.install()
 
 
-# The longest files, longest first (`make test` measured them): with `-n 4 --dist loadfile --no-loadscope-reorder`
-# (xdist would otherwise put the files with the most tests first) a worker takes the next file when it is free, so the long ones start while the others still run and no long file is left for the end,
-# when the other workers would wait for it. Then the other end-to-end files (mostly waiting on processes, which the
-# in-process tests fill with CPU), the integration files, the unit files.
+# The longest files, longest first (`make test` measured them). With `-n 4 --dist loadfile --no-loadscope-reorder`
+# (xdist would otherwise put the files with the most tests first) a worker takes the next file when it is free, so
+# the long ones start while the others still run and none is left for the end, when the other workers would wait
+# for it. Then the other end-to-end files (mostly waiting on processes, which the in-process tests fill with CPU),
+# the integration files, the unit files.
 LONGEST_FIRST = ("e2e/test_claude_code.py", "e2e/test_egress.py", "e2e/test_environments.py",
                  "e2e/test_exec_server.py", "e2e/test_dashboard.py", "e2e/test_native_tool_sets.py",
                  "e2e/test_native_subagents.py", "e2e/test_streaming.py", "e2e/test_bench_smoke.py",
