@@ -4,7 +4,7 @@ import pathlib
 
 import pytest
 
-from local import clientcache
+from local import clientcache, inprocess
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EVENTS = ROOT / "events"
@@ -17,6 +17,9 @@ os.environ.setdefault("AGENTS_CORE_EXIT_WITH_PARENT", "1")
 # its own (local/clientcache.py): the in-process stack is rebuilt for every test, and making its clients again
 # was an eighth of an integration test's CPU. (pyproject's pythonpath puts the repository root on sys.path.)
 clientcache.install()
+# A test's wait polls every 20 ms at first, then less and less often, at most every 0.2 s (local/inprocess.py):
+# each poll is a request its stack serves.
+inprocess.POLL_MAX_INTERVAL = 0.2
 
 
 # The longest files, longest first (`make test` measured them). With `-n 4 --dist loadfile --no-loadscope-reorder`
