@@ -33,6 +33,10 @@ def test_the_automations_tab_shows_the_sessions_automations_and_the_webhook_deli
         client.beta.agents.automations.invocations.create(automation.id)
         wait_for(lambda: any(e.data.id == session.id for e in receiver.events(client, endpoint.signing_secret)),
                  timeout=30)  # through the outbox stream, the delivery queue and its consumer
+        # its record is written once the 200 is back, a moment after the receiver has the request; the page reads
+        # deliveries once (they are not live events)
+        wait_for(lambda: any(d["status"] == "delivered" for d in client.get(
+            f"/webhook_endpoints/{endpoint.id}/deliveries", cast_to=object)["data"]), timeout=30)
         open_session(page, local_stack, session.id)
         expect(page.locator(".item[data-phase=final_answer] .text").first).to_have_text("ready")
         page.click("#tab-automations")

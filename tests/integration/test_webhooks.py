@@ -122,8 +122,9 @@ def test_a_session_with_a_function_call_is_delivered_signed(stack, client, runti
     assert len({e.id for e in events}) == len(events)  # one webhook-id per event
     with pytest.raises(openai.InvalidWebhookSignatureError):  # another secret does not verify them
         client.webhooks.unwrap(hooks.requests[0][1], hooks.requests[0][0], secret="whsec_" + "QUFB" * 8)
-    deliveries = client.get(f"/webhook_endpoints/{endpoint.id}/deliveries", cast_to=object)["data"]
-    assert {d["status"] for d in deliveries} == {"delivered"}
+    # each record is written once its 200 is back, a moment after the server has the request
+    wait_for(lambda: {d["status"] for d in client.get(f"/webhook_endpoints/{endpoint.id}/deliveries",
+                                                       cast_to=object)["data"]} == {"delivered"})
 
 
 def test_a_failed_delivery_is_retried_with_the_same_webhook_id(stack, client, runtime, hooks):
@@ -135,7 +136,9 @@ def test_a_failed_delivery_is_retried_with_the_same_webhook_id(stack, client, ru
     ids = [headers["webhook-id"] for headers, _ in hooks.requests]
     assert len(ids) == 3 and len(set(ids)) == 1
     assert hooks.events(client, endpoint.signing_secret)[2].data.id == session.id
-    [record] = client.get(f"/webhook_endpoints/{endpoint.id}/deliveries", cast_to=object)["data"]
+    # the third attempt's record is written once its 200 is back, a moment after the server has the request
+    [record] = wait_for(lambda: [d for d in client.get(f"/webhook_endpoints/{endpoint.id}/deliveries",
+                                                       cast_to=object)["data"] if d["status"] != "retrying"])
     assert (record["status"], record["attempts"], record["status_code"]) == ("delivered", 3, 200)
 
 
