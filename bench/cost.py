@@ -266,7 +266,8 @@ def levers(turns: dict[str, Any], per_turn: dict[str, Any], wait: dict[str, Any]
         "",
         f"- **One Runtime message fewer per Turn.** The Runtime sends {n} observation messages for this Turn (the "
         "function call, its result applied, the answer with the end: the drivers send their held answer and "
-        "`turn.completed` in one `turn.batch`); each is one commit of the Session, the Turn and an outbox record "
+        "`turn.completed` in one `turn.batch`); each is one commit of the Session item, what it adds (Items, calls; "
+        "the Turn item in the last only) and an outbox record "
         f"({wru:.0f} WRU and {index:.0f} GSI1 WRU on average here), its `turn.ack`, one gateway and one stream "
         f"invocation: about USD {_usd(one_message)} per 1M Turns. The receipt of a result (`turn.tool_result.applied`) "
         "is its own message because the Harness applies the result long before its next output; carrying it with "
@@ -399,6 +400,13 @@ def main() -> int:
         "holds it), and an Item",
         "  opened and finished in the commit that ends its Turn (nothing can name it later). Each was a "
         "transactional entry (2 WRU).",
+        "- The Turn item is not written by a Runtime's observation commits while the Turn runs: its status, last "
+        "observation applied",
+        "  and output count ride on the Session item (`active_turn`), which every commit rewrites; a commit that "
+        "claims, ends or",
+        "  otherwise changes the Turn (its claim moved, a cancellation) writes the Turn item, those fields included. "
+        "It was one",
+        "  transactional entry (2 WRU) in each of the function call's and the receipt's commits.",
         "- Index writes are counted at the transactional rate (2 WRU per KB) when the table write is transactional: "
         "the conservative reading",
         "  (DynamoDB documents the doubling for the items of a transaction; an index entry is propagated from them).",
@@ -406,7 +414,9 @@ def main() -> int:
         "outbox's",
         "  at-least-once path (the Runtime drops the repeat): both are counted.",
         "- Client reads (polling) are not included: each Session read is one strongly consistent GetItem",
-        "  (1 RRU per 4 KB) plus one REST API request and one Lambda invocation.",
+        "  (1 RRU per 4 KB) plus one REST API request and one Lambda invocation; a read of a running Turn also "
+        "reads it with its",
+        "  Session in one TransactGetItems (its live status is on the Session item).",
         "- Live subscribers add one conditional write (2 WRU) and one WebSocket message per event per subscriber.",
         "- DynamoDB storage, CloudWatch Logs and metrics, X-Ray traces and data transfer are not included.",
         "",

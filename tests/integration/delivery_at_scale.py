@@ -15,6 +15,7 @@ from typing import Any
 import openai
 
 from agents_core.apikeys import create_key
+from agents_core.running_turns import live_turn
 from agents_core.runtimes.connections import create_runtime_token
 from local.inprocess import wait_for
 from tests.integration.raw_runtime import RawRuntime
@@ -100,7 +101,7 @@ def out_of_order_delivery(stack, client, messages: int, seed: int = 13) -> dict[
                     raw.send(message)
                     resent += 1
     acked = _acked(raw, route["turn_id"])
-    turn = stack.store.get({"PK": f"T#tenant-a#SESSION#{session.id}", "SK": f"TURN#{route['turn_id']}"})
+    turn = live_turn(stack.store, "tenant-a", session.id, route["turn_id"])  # obs_seq is on the Session while it runs
     errors = len(raw.errors())
     raw.send({"action": "turn.completed", **route, "seq": messages + 1})
     completed = eventually(lambda: turn_status(client, session.id, route["turn_id"]) == "completed", timeout=30)

@@ -32,6 +32,12 @@ from .store import (
 
 OUTBOX_PART_BYTES = 300 * 1024  # one OUT# record; a larger commit writes several parts
 _UNREAD = object()
+# A running Turn's live fields (issue 36, cost): while it is its Session's active Turn, claimed and in_progress or
+# waiting, a commit that changes only these keeps them on the Session item (`active_turn`, which every commit
+# rewrites) instead of writing the Turn item; the next commit that writes the Turn item (its claim moved, a
+# cancellation, its end, ...) brings them there. Readers of a running Turn read both (agents_core.running_turns).
+LIVE_FIELDS = frozenset({"status", "obs_seq", "outputs", "has_final_answer"})
+LIVE_STATUSES = ("in_progress", "waiting")
 
 
 def item_public_id(position: int) -> str:
@@ -61,6 +67,7 @@ class TurnState:
     children: list[dict[str, Any]] = field(default_factory=list)
     slot: Optional[bool] = None  # holds one of its tenant's running-Turn slots (agents_core/quotas.py)
     accepted_ms: int = 0  # when the input that created it was accepted (ms; 0: before this was recorded)
+    live: bool = False  # its live fields are kept on the Session item (LIVE_FIELDS): the Turn item's may be older
     changed: set[str] = field(default_factory=set)
 
     @property
@@ -72,7 +79,8 @@ class TurnState:
         return self.doc["status"]
 
     @classmethod
-    def from_item(cls, item: dict[str, Any]) -> TurnState:
+    def from_item(cls, item: dict[str, Any], active: Optional[dict[str, Any]] = None) -> TurnState:
+        """`active`: the Session's `active_turn` as read with the item; its live fields win (LIVE_FIELDS)."""
         return cls(
             doc=jsonutil.loads(item["doc"]),
             claimed_by=item.get("claimed_by"),
@@ -88,13 +96,24 @@ class TurnState:
             children=list(item.get("children") or []),
             slot=bool(item.get("slot")) or None,
             accepted_ms=int(item.get("accepted_ms", 0)),
-        )
+        ).overlay(active)
+
+    def overlay(self, active: Optional[dict[str, Any]]) -> TurnState:
+        """The live fields the Session item keeps for its running Turn (`Draft._keep_live`), over the Turn item's."""
+        if not active or active.get("id") != self.id or "obs_seq" not in active:
+            return self
+        self.live = True
+        self.obs_seq, self.outputs = int(active["obs_seq"]), int(active.get("outputs", 0))
+        self.has_final_answer = bool(active.get("final"))
+        if self.doc.get("status") in LIVE_STATUSES and active.get("status") in LIVE_STATUSES:
+            self.doc["status"] = active["status"]
+        return self
 
     def set(self, **values: Any) -> None:
         for name, value in values.items():
             if name in ("status", "started_at", "completed_at", "x_agents_core", "error"):
                 self.doc[name] = value
-                self.changed.add("doc")
+                self.changed.add("status" if name == "status" else "doc")
             else:
                 setattr(self, name, value)
                 self.changed.add(name)
@@ -182,7 +201,7 @@ class Draft:
             item = self.store.get(keys.turn(self.tenant, self.session_id, turn_id))
             if item is None:
                 return None
-            self.turns[turn_id] = TurnState.from_item(item)
+            self.turns[turn_id] = TurnState.from_item(item, self.active_turn)
         return self.turns[turn_id]
 
     def add_turn(self, turn: TurnState, new_item: Optional[dict[str, Any]] = None) -> None:
@@ -428,11 +447,25 @@ class Draft:
                          "doc": jsonutil.dumps(item), **self.item_attrs.pop(position, {})})
         self._items.clear()
 
+    def _keep_live(self, turn: TurnState) -> bool:
+        """Whether the Turn is its Session's running Turn (active, claimed, in_progress or waiting, not created in
+        this commit): the Session item then keeps its live fields (LIVE_FIELDS), written with every commit."""
+        active = self.active_turn or {}
+        if active.get("id") != turn.id or not turn.claimed_by or turn.status not in LIVE_STATUSES \
+                or turn.id in self._new_turns or not (turn.live or turn.changed <= LIVE_FIELDS):
+            return False
+        self.active_turn = {**active, "status": turn.status, "obs_seq": turn.obs_seq, "outputs": turn.outputs}
+        self.active_turn.pop("final", None)
+        if turn.has_final_answer:
+            self.active_turn["final"] = True
+        turn.live = True
+        return True
+
     def _write_turn(self, turn: TurnState) -> None:
         new_item = self._new_turns.pop(turn.id, None)
         if new_item is not None:  # created in this commit: one put of its final state
             item = {**new_item, "status": turn.status, "doc": jsonutil.dumps(turn.doc)}
-            for name in turn.changed - {"doc"}:
+            for name in turn.changed - {"doc", "status"}:
                 item[name] = getattr(turn, name)
             if turn.status != "queued":
                 item.pop(keys.GSI1PK, None)
@@ -440,13 +473,19 @@ class Draft:
             self.tx.put(item, "attribute_not_exists(PK)")
             turn.changed = set()
             return
+        if self._keep_live(turn) and turn.changed <= LIVE_FIELDS:  # on the Session item: no Turn write
+            turn.changed = set()
+            return
         if not turn.changed:
             return
+        written = set(turn.changed)
+        if turn.live:  # the live fields the Session item kept come to the Turn item with this write
+            written |= {"doc", "obs_seq", "outputs"} | ({"has_final_answer"} if turn.has_final_answer else set())
         names: dict[str, str] = {}
         values: dict[str, Any] = {}
         sets: list[str] = []
         removes: list[str] = []
-        for name in sorted(turn.changed):
+        for name in sorted(written - {"status"}):
             attr = f"#a_{name}"
             names[attr] = name
             if name == "doc":
@@ -458,10 +497,15 @@ class Draft:
             else:
                 sets.append(f"{attr} = :v_{name}")
                 values[f":v_{name}"] = value
-        if "doc" in turn.changed:
+        if written & {"doc", "status"}:  # the public document with its status beside it
+            if "doc" not in written:
+                names["#a_doc"] = "doc"
+                sets.append("#a_doc = :v_doc")
+                values[":v_doc"] = jsonutil.dumps(turn.doc)
             names["#st"] = "status"
             sets.append("#st = :st")
             values[":st"] = turn.status
+        if turn.changed & {"doc", "status"}:
             if turn.status != "queued":
                 removes += [keys.GSI1PK, keys.GSI1SK]
             else:  # back in its queue (its Runtime was gone before turn.start reached it: dispatch.requeue)

@@ -26,6 +26,7 @@ from .draft import Draft, TurnState, item_public_id
 from .environments import placement
 from .ids import new_id, now
 from .quotas import check as check_quota
+from .running_turns import live_turn  # noqa: F401 - for the Runtime gateway (observations)
 from .store import Contention, DynamoStore, Transaction, TransactionConflict
 
 T = TypeVar("T")
@@ -71,7 +72,7 @@ def read(store: DynamoStore, tenant: str, session_id: str, item: Optional[dict[s
     draft = Draft(store, tenant, item)
     draft.prefetched = prefetched
     if turn_item is not None and turn_id:
-        draft.turns[turn_id] = TurnState.from_item(turn_item)
+        draft.turns[turn_id] = TurnState.from_item(turn_item, draft.active_turn)
     return draft
 
 

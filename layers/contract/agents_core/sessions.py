@@ -17,9 +17,10 @@ from agents_contract.errors import Conflict, InvalidRequest, NotFound, Unavailab
 from agents_contract.parser import Snapshot
 
 from . import engine, environments, keys, quotas
-from .draft import outbox_record
+from .draft import LIVE_STATUSES, outbox_record
 from .ids import new_id, now
 from .pagination import ListParams, page
+from .running_turns import live_turn
 from .settings import get_settings
 from .store import (
     Contention,
@@ -300,20 +301,32 @@ def list_turns(store: DynamoStore, tenant: str, session_id: str, params: ListPar
         raise NotFound()  # a cursor that names no Turn of this Session
     result = store.query(**keys.turns_of_session(tenant, session_id), after=after, limit=params.limit,
                          ascending=params.ascending, consistent=True)
-    return page([resources.turn_resource(jsonutil.loads(i["doc"])) for i in result.items], result.has_more)
+    return page([resources.turn_resource(_turn_doc(store, tenant, session_id, i)) for i in result.items],
+                result.has_more)
 
 
 def retrieve_turn(store: DynamoStore, tenant: str, session_id: str, turn_id: str) -> dict[str, Any]:
     item = store.get(keys.turn(tenant, session_id, turn_id))
     if item is None:
         raise NotFound()
-    return resources.turn_resource(jsonutil.loads(item["doc"]))
+    return resources.turn_resource(_turn_doc(store, tenant, session_id, item))
+
+
+def _turn_doc(store: DynamoStore, tenant: str, session_id: str, item: dict[str, Any]) -> dict[str, Any]:
+    """A Turn as it stands: a queued or ended Turn is all in its item; a running one's status (in_progress or
+    waiting) may be kept on its Session item (agents_core.draft.LIVE_FIELDS): the two are read as of one instant."""
+    doc = jsonutil.loads(item["doc"])
+    if doc.get("status") not in LIVE_STATUSES:
+        return doc
+    fresh = live_turn(store, tenant, session_id, doc["id"])
+    return jsonutil.loads(fresh["doc"]) if fresh is not None else doc
 
 
 def list_items(store: DynamoStore, tenant: str, session_id: str, params: ListParams,
                turn_id: Optional[str] = None) -> dict[str, Any]:
     if turn_id is not None:
-        retrieve_turn(store, tenant, session_id, turn_id)
+        if store.get(keys.turn(tenant, session_id, turn_id)) is None:
+            raise NotFound()
     else:
         load(store, tenant, session_id)
     after = None

@@ -182,7 +182,7 @@ def _heartbeat(store: DynamoStore, workflow: Workflow, connection_id: str, route
                        "turn_id": turn_id, "seq": o.seq, "action": protocol.TURN_HEARTBEAT, "ttl": now() + 86400})
             marked = True
     if marked:  # read again after the marker is down: an observation buffered meanwhile must not wait for it
-        item = store.get(keys.turn(tenant, session_id, turn_id)) or item
+        item = engine.live_turn(store, tenant, session_id, turn_id) or item  # its obs_seq may be the Session's
         for o in observations:  # a resent heartbeat whose place was taken meanwhile leaves no marker behind
             if o.seq and o.seq <= int(item.get("obs_seq", 0)):
                 store.delete(keys.buffered_observation(tenant, session_id, turn_id, o.seq))
