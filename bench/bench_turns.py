@@ -308,7 +308,12 @@ def main(smoke: bool = False) -> dict:
         stack.ws.message, stack.ws.post = counted_message, counted_post
         key = create_key(stack.store, "bench")
         client = sdk(stack.http, key)
-        stack.connect_runtime(create_runtime_token(stack.store, "bench"), ["scripted"], heartbeat_seconds=5)
+        runtime = stack.connect_runtime(create_runtime_token(stack.store, "bench"), ["scripted"], heartbeat_seconds=5)
+
+        def acknowledged() -> bool:
+            """Core acknowledged every observation the Runtime sent (with deferred acks, a beat's `turn.acks` did:
+            that answer is part of the Turn's messages, so a measurement waits for it)."""
+            return not any(c.unacknowledged for c in list(runtime.runtime.channels.values()))
         headers = {"authorization": f"Bearer {key}", "openai-beta": "agents=v1"}
 
         def session(script: str) -> Any:
@@ -337,6 +342,7 @@ def main(smoke: bool = False) -> dict:
 
         # One Turn lifecycle with one function call: every request of every component.
         time.sleep(settle)
+        wait_for(acknowledged)
         counter.total.clear()
         counter.by_function.clear()
         invocations_before = {name: len(v) for name, v in timer.samples.items()}
@@ -347,6 +353,7 @@ def main(smoke: bool = False) -> dict:
             "type": "agent.session.input.tool_result", "turn_id": action.turn_id, "call_id": action.call_id,
             "success": True, "output": "ok"}])
         wait_for(lambda: client.beta.agents.sessions.retrieve(s.id).status == "idle")
+        wait_for(acknowledged)  # the beat's answer acknowledging the Turn's last observations is the Turn's
         time.sleep(settle)  # let the stream consumer drain the last outbox records
         meter.on = False
         lifecycle = {name: dict(c) for name, c in sorted(counter.by_function.items()) if name not in APART}
@@ -390,6 +397,7 @@ def main(smoke: bool = False) -> dict:
         # A waiting Turn (its function call pending): every hop its Runtime's heartbeats make over the window.
         waiting_session = session("call f {}\nsay done")
         waiting = wait_for(lambda: client.beta.agents.sessions.retrieve(waiting_session.id).required_actions)[0]
+        wait_for(acknowledged)  # the call's acknowledgement is the Turn's, not its waiting minutes'
         time.sleep(settle)
         counter.total.clear()
         counter.by_function.clear()

@@ -202,7 +202,8 @@ def turn_lines(turns: dict[str, Any], per_turn: dict[str, Any], memory: dict[str
         "authorizer's answer is cached 300 s per key | "
         f"{life['http_api_requests']} x 3.50 | {_usd(p['rest_api'])} |",
         f"| API Gateway WebSocket | {life['websocket_messages']} messages, both directions (Runtime, no "
-        f"subscribers; heartbeats apart) | {life['websocket_messages']} x 1.00 | {_usd(p['websocket'])} |",
+        f"subscribers; heartbeats apart, but their `turn.acks` answer acknowledging the Turn's observations "
+        f"counted) | {life['websocket_messages']} x 1.00 | {_usd(p['websocket'])} |",
         f"| KMS | {life.get('kms_requests', 0)} requests (the table's key is AWS owned; a Vault's only with "
         f"credentials) | {life.get('kms_requests', 0)} x 3.00 | {_usd(p['kms'])} |",
         "| DynamoDB Streams | read by the stream function's event source mapping | free | 0.00 |",
@@ -254,7 +255,7 @@ def levers(turns: dict[str, Any], per_turn: dict[str, Any], wait: dict[str, Any]
     wru = 2 * sum(writes.values()) / n  # at most 1 KB each here
     index = life.get("index_wru_by_function", {}).get("RuntimeGatewayFunction", 0) / n
     stream = life["lambda"].get("StreamFunction", {"invocations": 0, "p50_ms": 0})
-    one_message = ((wru + index) * PRICES["dynamodb_write_request_unit"] + 2 * PRICES["websocket_message"]
+    one_message = ((wru + index) * PRICES["dynamodb_write_request_unit"] + PRICES["websocket_message"]
                    + PRICES["lambda_request"] * 2
                    + gateway["p50_ms"] / 1000 * memory.get("RuntimeGatewayFunction", 0.5)
                    * PRICES["lambda_gb_second_arm64"]
@@ -268,8 +269,9 @@ def levers(turns: dict[str, Any], per_turn: dict[str, Any], wait: dict[str, Any]
         "function call, its result applied, the answer with the end: the drivers send their held answer and "
         "`turn.completed` in one `turn.batch`); each is one commit of the Session item, what it adds (Items, calls; "
         "the Turn item in the last only) and an outbox record "
-        f"({wru:.0f} WRU and {index:.0f} GSI1 WRU on average here), its `turn.ack`, one gateway and one stream "
-        f"invocation: about USD {_usd(one_message)} per 1M Turns. The receipt of a result (`turn.tool_result.applied`) "
+        f"({wru:.0f} WRU and {index:.0f} GSI1 WRU on average here), one gateway and one stream invocation (its "
+        f"acknowledgement rides the beat's one `turn.acks` for the whole Turn): about USD {_usd(one_message)} per 1M "
+        "Turns. The receipt of a result (`turn.tool_result.applied`) "
         "is its own message because the Harness applies the result long before its next output; carrying it with "
         "that output would delay the function_call_output Item the receipt publishes.",
         f"- **The execution's start.** The model bills it as a transition, as the issue counts it; AWS's pricing "
@@ -390,6 +392,13 @@ def main() -> int:
         "",
         "## Notes",
         "",
+        "- Acknowledgements are deferred (docs/runtime-protocol.md, \"Acknowledgements\"): the reference Runtime marks "
+        "its observation messages `ack: false`, and the connection's beat, sent anyway, asks about the Turns whose "
+        "observations it holds 5 s or more unacknowledged; one `turn.acks` answers them all (counted in the Turn's "
+        "messages above: one for a Turn whose observations go within a cadence, one more per later cadence a long "
+        "Turn sends in). Its read rides the beat's batch read and invocation: about 1 RRU (the Turn and its Session "
+        "item, eventually consistent) once per Turn, USD 0.13 per 1M Turns, not in the figures above (the beat's "
+        "invocation is counted apart). A Runtime that does not ask gets a `turn.ack` per message (3 here).",
         "- Every commit rewrites the Session item (it carries the frozen snapshot, zlib-compressed, so that a Session "
         "read is one",
         "  GetItem), so write units grow with the snapshot's size: "

@@ -24,6 +24,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 from websockets.sync.client import connect
 
 from agents_contract.protocol import (
+    DEFERRED_ACKS_FIELD,
     HEARTBEAT_CADENCE_SECONDS,
     HEARTBEAT_SECONDS_FIELD,
     RUNTIME_HELLO,
@@ -148,7 +149,9 @@ class RuntimeClient:
         # heartbeat_seconds: this connection sends runtime.heartbeat (at the cadence the welcome names), so Core
         # holds it to the bound instead of trusting it until $disconnect (docs/runtime-protocol.md, "Liveness").
         hello: dict[str, Any] = {"action": RUNTIME_HELLO, "harnesses": declarations(list(self.drivers), engines),
-                                 "instance": self.instance, HEARTBEAT_SECONDS_FIELD: self.heartbeat_seconds}
+                                 "instance": self.instance, HEARTBEAT_SECONDS_FIELD: self.heartbeat_seconds,
+                                 # the welcome says it back: messages unacknowledged until a heartbeat asks
+                                 DEFERRED_ACKS_FIELD: True}
         if self.hosted is not None:
             hello["isolation"] = self.hosted.declaration()
         try:

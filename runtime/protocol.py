@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agents_contract.protocol import (
+    ACK,
     ACTION,
     CHUNK,
     OBSERVATIONS_FIELD,
@@ -70,6 +71,11 @@ class TurnChannel:
         self.acked = 0
         self.heartbeat_seconds = heartbeat_seconds
         self.per_turn_heartbeats = True  # False once Core said it takes runtime.heartbeat (router.Runtime sets it)
+        # Core's welcome granted deferred_acks (router.Runtime sets it): messages go `ack: false` unless the window is
+        # half full, and the connection's runtime.heartbeat asks for the rest (`ack_request`, `acks_answered`)
+        self.deferred_acks = False
+        self.linger = LINGER_SECONDS  # longer with deferred acks: at least three cadences (router.Runtime sets it)
+        self._asked_at: float | None = None  # when a runtime.heartbeat last asked Core about this Turn
         self.done = threading.Event()
         self._lock = threading.Lock()  # numbering and sending, in order
         self._acks = threading.Condition()
@@ -134,6 +140,8 @@ class TurnChannel:
     def _send_numbered(self, group: list[tuple[str, dict[str, Any]]]) -> None:
         self._wait_window(len(group))
         message = self._message(group, self.seq + 1)
+        if self.deferred_acks and self.seq + len(group) - self.acked < WINDOW // 2:
+            message[ACK] = False  # no turn.ack for it: the next runtime.heartbeat asks (at half a window: now)
         self.seq += len(group)
         with self._acks:
             self._unacked[self.seq] = (message, time.monotonic(), time.monotonic())
@@ -145,9 +153,9 @@ class TurnChannel:
             while self.seq + count - self.acked > WINDOW and self._unacked and not self.done.is_set():
                 if self.acked != acked:
                     progress, acked = time.monotonic(), self.acked
-                elif time.monotonic() - progress > LINGER_SECONDS:
+                elif time.monotonic() - progress > self.linger:
                     log.warning("turn %s: Core acknowledged nothing for %ss; sending on", self.turn_id,
-                                LINGER_SECONDS)
+                                self.linger)
                     return
                 if not self._acks.wait(RESEND_SECONDS):
                     self._resend(stale_only=False)
@@ -170,13 +178,17 @@ class TurnChannel:
         for message in found:
             self.send_raw(message)
 
-    def _resend(self, stale_only: bool = True) -> None:
+    def _resend(self, stale_only: bool = True, before: float | None = None) -> None:
+        """Unacknowledged messages again: all of them, or (stale_only) those sent RESEND_SECONDS ago whose ack Core
+        owes (not one marked `ack: false`: Core answers that only when a heartbeat asks), or (before) those sent
+        before that instant."""
         now = time.monotonic()
         with self._acks:
-            for last in [s for s, (_, _, first) in self._unacked.items() if now - first > LINGER_SECONDS]:
+            for last in [s for s, (_, _, first) in self._unacked.items() if now - first > self.linger]:
                 del self._unacked[last]  # Core would have acknowledged it by now if it could (a lost Turn)
             due = [(last, m) for last, (m, at, _) in sorted(self._unacked.items())
-                   if not stale_only or now - at >= RESEND_SECONDS]
+                   if (at <= before if before is not None else
+                       not stale_only or (now - at >= RESEND_SECONDS and m.get(ACK) is not False))]
             for last, message in due:
                 self._unacked[last] = (message, now, self._unacked[last][2])
         for _, message in due:
@@ -188,6 +200,26 @@ class TurnChannel:
     def resend_now(self) -> None:
         """Every unacknowledged observation, again, now (after the connection rotated)."""
         self._resend(stale_only=False)
+
+    def ack_request(self) -> dict[str, Any] | None:
+        """With deferred acks: this Turn's entry in the next runtime.heartbeat's `acks` (its route and the highest seq
+        sent), when it holds an observation sent RESEND_SECONDS ago or more and still unacknowledged (one sent just
+        now may not be applied yet: asking about it would buy an answer that says nothing); None otherwise."""
+        with self._acks:
+            due = time.monotonic() - RESEND_SECONDS
+            if not self.deferred_acks or not any(at <= due for _, at, _ in self._unacked.values()):
+                return None
+            self._asked_at = time.monotonic()
+            return {**self.route, SEQ: max(self._unacked)}
+
+    def acks_answered(self, seq: int) -> None:
+        """Core's `turn.acks` named this Turn: every observation up to `seq` is applied. One still unacknowledged that
+        was sent RESEND_SECONDS before the heartbeat asked was lost (Core's read is eventually consistent, and a
+        message sent just before may be in flight): it is sent again."""
+        self.ack(seq)
+        asked_at = self._asked_at
+        if asked_at is not None:
+            self._resend(before=asked_at - RESEND_SECONDS)
 
     @property
     def unacknowledged(self) -> int:
@@ -228,7 +260,7 @@ class TurnChannel:
                 if self.done.is_set():
                     # Ended: what Core has not acknowledged is still resent, for a while.
                     self._done_at = self._done_at or time.monotonic()
-                    if not self.unacknowledged or time.monotonic() - self._done_at > LINGER_SECONDS:
+                    if not self.unacknowledged or time.monotonic() - self._done_at > self.linger:
                         return
                     time.sleep(min(1.0, self.heartbeat_seconds))
                 elif not self.done.wait(min(self.heartbeat_seconds, RESEND_SECONDS)):

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from agents_contract.protocol import (
+    ACKS,
     ACTION,
+    DEFERRED_ACKS_FIELD,
     DELIVERED,
     DELIVERY_ID,
     ENVIRONMENT_IDLE,
@@ -24,6 +26,7 @@ from agents_contract.protocol import (
     RUNTIME_WELCOME,
     SEQ,
     TURN_ACK,
+    TURN_ACKS,
     TURN_CANCEL,
     TURN_ENVIRONMENT,
     TURN_FAILED,
@@ -77,6 +80,7 @@ class Runtime:
         self._held: dict[str, tuple[float, list[dict[str, Any]]]] = {}  # turn id -> (since, messages)
         # runtime.heartbeat: the cadence Core's welcome named (None: each Turn sends its own turn.heartbeat)
         self.beat_seconds: Optional[float] = None
+        self.deferred_acks = False  # the welcome granted deferred_acks: runtime.heartbeat asks for acks
         self._beats_stopped = threading.Event()
         self._beats: Optional[threading.Thread] = None
 
@@ -113,6 +117,11 @@ class Runtime:
             channel = self.channels.get(str(message.get(TURN_ID)))
             if channel is not None and isinstance(message.get(SEQ), int):
                 channel.ack(message[SEQ])
+        elif kind == TURN_ACKS:  # the answer to a runtime.heartbeat's `acks`
+            for entry in message.get(ACKS) or []:
+                channel = self.channels.get(str(entry.get(TURN_ID))) if isinstance(entry, dict) else None
+                if channel is not None and isinstance(entry.get(SEQ), int):
+                    channel.acks_answered(entry[SEQ])
         elif kind == ERROR:
             self.errors.append(message)
             error = message.get("error") or {}
@@ -190,6 +199,7 @@ class Runtime:
             held = self._held.pop(message["turn_id"], (0.0, []))[1]
             channel = TurnChannel(message, self.send, self.heartbeat_seconds)
             channel.per_turn_heartbeats = self.beat_seconds is None  # else runtime.heartbeat names it
+            self._defer_acks(channel)
             self.channels[message["turn_id"]] = channel
             driver = self.drivers.get(message.get("harness", ""))
             try:
@@ -310,8 +320,10 @@ class Runtime:
         if isinstance(cadence, bool) or not isinstance(cadence, (int, float)) or cadence <= 0:
             return  # an older Core: each Turn sends turn.heartbeat
         self.beat_seconds = float(cadence)  # what the hello asked, or shorter: Core's bound decides
+        self.deferred_acks = welcome.get(DEFERRED_ACKS_FIELD) is True  # else (an older Core) every message is acked
         for channel in list(self.channels.values()):
             channel.per_turn_heartbeats = False
+            self._defer_acks(channel)
         if self._beats is None:
             self._beats = threading.Thread(target=self._beat_forever, name="runtime-heartbeat", daemon=True)
             self._beats.start()
@@ -320,15 +332,24 @@ class Runtime:
         while not self._beats_stopped.wait(self.beat_seconds or self.heartbeat_seconds):
             self.heartbeat()
 
+    def _defer_acks(self, channel: TurnChannel) -> None:
+        channel.deferred_acks = self.deferred_acks
+        if self.deferred_acks and self.beat_seconds:  # a lost answer is asked for again at the next beats
+            channel.linger = max(channel.linger, 3 * self.beat_seconds)
+
     def heartbeat(self) -> int:
-        """One runtime.heartbeat naming every Turn that runs here (several messages past MAX_HEARTBEAT_TURNS);
+        """One runtime.heartbeat naming every Turn that runs here (several messages past MAX_HEARTBEAT_TURNS) and,
+        with deferred acks, asking about every Turn (running or ended) that holds unacknowledged observations;
         returns the messages sent."""
-        routes = [dict(c.route) for c in list(self.channels.values()) if c.alive]
-        parts = [routes[i:i + MAX_HEARTBEAT_TURNS] for i in range(0, len(routes), MAX_HEARTBEAT_TURNS)] or [[]]
+        channels = list(self.channels.values())
+        routes = [dict(c.route) for c in channels if c.alive]
+        asks = [a for a in (c.ack_request() for c in channels) if a is not None]
+        size = MAX_HEARTBEAT_TURNS
+        parts = [(routes[i:i + size], asks[i:i + size]) for i in range(0, max(len(routes), len(asks)), size)]
         sent = 0
-        for part in parts:
+        for turns, asked in parts or [([], [])]:
             try:
-                self.send({ACTION: RUNTIME_HEARTBEAT, TURNS: part})
+                self.send({ACTION: RUNTIME_HEARTBEAT, TURNS: turns, **({ACKS: asked} if asked else {})})
                 sent += 1
             except ConnectionError:
                 log.info("runtime.heartbeat not sent: not connected")

@@ -3,7 +3,9 @@
 Every rejected message is answered on the sending connection with {"type": "error", "error": {...}}
 (the official envelope's fields, `param` naming the field) and logged with connection, Turn and
 reason, never the payload; nothing is written for it, the connection stays open and the Runtime's
-other Turns go on. Accepted observations are answered with a cumulative `turn.ack`.
+other Turns go on. Accepted observations are answered with a cumulative `turn.ack`, except a message marked
+`ack: false` by a Runtime whose welcome granted `deferred_acks`: its heartbeat asks, and one `turn.acks` answers
+(agents_core/runtimes/acks.py).
 """
 
 import json
@@ -22,7 +24,7 @@ from agents_contract.protocol import (
 )
 from agents_core.aws import default_messenger, default_workflow
 from agents_core.observability import logger
-from agents_core.runtimes import connections, dispatch, instances, liveness, observations
+from agents_core.runtimes import acks, connections, dispatch, instances, liveness, observations
 from agents_core.store import default_store
 
 
@@ -83,8 +85,10 @@ def handler(event, context):
             _offer_queued(store, connection_id, connections.queued_pools(conn, welcome["harnesses"]))
         elif conn.get("runtime_kind") == "enrolling":
             raise AgentsError("Say runtime.hello first: it spends the enrollment.", param="action")
-        elif action == RUNTIME_HEARTBEAT:  # alive, with the Turns it runs; no answer (a message costs)
-            revived = liveness.beat(store, default_workflow(), connection_id, message)
+        elif action == RUNTIME_HEARTBEAT:  # alive, with the Turns it runs; unanswered unless it asks for acks
+            revived, answer = liveness.beat(store, default_workflow(), connection_id, message)
+            if answer is not None:  # it asked which of its observations Core has applied: one answer for all
+                _reply(connection_id, answer)
             if revived:  # its rows were stale: what queued meanwhile is offered to it, as at a hello
                 _offer_queued(store, connection_id, connections.queued_pools(conn, revived))
         elif action == ENVIRONMENT_IDLE:
@@ -96,7 +100,9 @@ def handler(event, context):
 
             environment_files.record(store, connection_id, conn, message)
         else:
-            observations.observe(store, default_workflow(), connection_id, message, default_messenger())
+            message, deferred = acks.unmarked(message)  # `ack: false`: no turn.ack, the Runtime's heartbeat asks
+            messenger = acks.WithoutAcks(default_messenger()) if deferred else default_messenger()
+            observations.observe(store, default_workflow(), connection_id, message, messenger)
     except AgentsError as error:
         observations.log_rejection(connection_id, turn_id, action, seq, error)
         _reply(connection_id, observations.error_frame(error, action=action, seq=seq, turn_id=turn_id))

@@ -22,11 +22,17 @@ OBSERVATIONS_FIELD = "observations"  # a `turn.batch`'s list
 REF = "ref"  # an error frame's: the `seq` of the message it rejects
 TURNS = "turns"  # a `runtime.heartbeat`'s Turns: the routes of the Turns the Runtime runs now
 HEARTBEAT_SECONDS_FIELD = "heartbeat_seconds"  # in runtime.hello (asked for) and runtime.welcome (the cadence)
+# Deferred acknowledgements (docs/runtime-protocol.md, "Acknowledgements"): a hello and its welcome say
+# `deferred_acks`; an observation message with `ack: false` gets no `turn.ack`; a `runtime.heartbeat`'s `acks` names
+# the Turns whose observations the Runtime holds unacknowledged, and Core answers all of them in one `turn.acks`.
+DEFERRED_ACKS_FIELD = "deferred_acks"
+ACK = "ack"
+ACKS = "acks"
 
 # The routing fields Core sends in `turn.start` and every observation of the Turn carries back.
 ROUTE = (TENANT, SESSION_ID, TURN_ID)
 FIELDS = (TYPE, ACTION, TENANT, SESSION_ID, TURN_ID, SEQ, CALL_ID, DELIVERY_ID, OBSERVATIONS_FIELD, REF, TURNS,
-          HEARTBEAT_SECONDS_FIELD)
+          HEARTBEAT_SECONDS_FIELD, DEFERRED_ACKS_FIELD, ACK, ACKS)
 
 # ---- liveness (docs/runtime-protocol.md, "Liveness") ---------------------------------------------------
 # A Runtime connection that asked for it in its hello sends one `runtime.heartbeat` every cadence, idle or busy,
@@ -53,6 +59,7 @@ TURN_INPUT = "turn.input"  # steering: a message that arrived after the Turn was
 TURN_TOOL_RESULT = "turn.tool_result"
 TURN_CANCEL = "turn.cancel"
 TURN_ACK = "turn.ack"  # cumulative: every observation up to `seq` is applied
+TURN_ACKS = "turn.acks"  # the answer to a runtime.heartbeat's `acks`: a cumulative seq for each Turn it named
 ERROR = "error"  # a rejected message
 CHUNK = "chunk"  # one part of a message over 128 KB
 EXECUTOR_EXPECT = "executor.expect"  # a registration picked this exec-server host
@@ -97,7 +104,7 @@ OBSERVATIONS = (TURN_ITEM_ADDED, TURN_OUTPUT_TEXT_DELTA, TURN_ITEM_DONE, TURN_FU
 
 # ---- the whole vocabulary ----------------------------------------------------------------------------
 
-CORE_TO_RUNTIME = frozenset({RUNTIME_WELCOME, TURN_START, *DELIVERED, TURN_ACK, ERROR, CHUNK, EXECUTOR_EXPECT,
+CORE_TO_RUNTIME = frozenset({RUNTIME_WELCOME, TURN_START, *DELIVERED, TURN_ACK, TURN_ACKS, ERROR, CHUNK, EXECUTOR_EXPECT,
                              EXECUTOR_HOST})
 RUNTIME_TO_CORE = frozenset({RUNTIME_HELLO, RUNTIME_HEARTBEAT, ENVIRONMENT_IDLE, *EXECUTOR_ACTIONS, TURN_BATCH, *OBSERVATIONS})
 MESSAGE_TYPES = CORE_TO_RUNTIME | RUNTIME_TO_CORE

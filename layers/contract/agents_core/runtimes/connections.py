@@ -17,7 +17,7 @@ from ..aws import ConnectionGone, Messenger
 from ..environments import placement
 from ..ids import new_id, now
 from ..store import DynamoStore
-from . import liveness
+from . import acks, liveness
 
 PLACEMENTS = ("environment_none", "local_environment")
 ENGINE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,40}( [A-Za-z0-9_.+\-]{1,40})?")
@@ -162,6 +162,7 @@ def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tu
         raise InvalidRequest("This connection is not a Runtime connection.", param="action")
     _declarations(message)
     liveness.asked(message)
+    acks.asked(message)
     host_id = _isolation(message, conn)
     welcome: dict[str, Any] = {"type": protocol.RUNTIME_WELCOME}
     if host_id is not None and conn.get("runtime_kind") != "hosted":
@@ -179,6 +180,7 @@ def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tu
     welcome["harnesses"] = hello(store, connection_id, message, conn)
     welcome["kind"] = conn.get("runtime_kind") or "shared"
     welcome.update(liveness.welcome(message))  # the cadence of its runtime.heartbeat, and the bound
+    welcome.update(acks.welcome(message))  # deferred_acks: its heartbeat asks for what its messages did not
     if conn.get("runtime_kind") == "enrolled":
         welcome["environment_id"] = conn["environment_id"]
         environments.mark_connected(store, conn["tenant"], conn["environment_id"], connection_id)

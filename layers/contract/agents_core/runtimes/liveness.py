@@ -26,6 +26,12 @@ from ..ids import now
 from ..observability import logger
 from ..settings import get_settings
 from ..store import DynamoStore
+from . import acks
+
+try:  # Turn items with the live fields their Session item keeps while they run (agents_core/running_turns.py)
+    from ..running_turns import live_turns as _live_turns
+except ImportError:  # a layer where the Turn item holds them all
+    _live_turns = None
 
 SEEN_AT = "seen_at"
 MAX_ASKED_SECONDS = 3600
@@ -98,13 +104,24 @@ def parse(message: dict[str, Any]) -> list[tuple[str, str, str]]:
     return list(routes)  # type: ignore[arg-type]
 
 
-def beat(store: DynamoStore, workflow: Workflow, connection_id: str, message: dict[str, Any]) -> list[str]:
+def beat(store: DynamoStore, workflow: Workflow, connection_id: str,
+         message: dict[str, Any]) -> tuple[list[str], Optional[dict[str, Any]]]:
     """`runtime.heartbeat`: the connection's pool rows are fresh, and each named Turn this connection claimed gets
-    its task heartbeat. Returns the Harnesses whose row was stale until now (their queued Turns are offered)."""
+    its task heartbeat. Returns the Harnesses whose row was stale until now (their queued Turns are offered), and the
+    `turn.acks` answering its `acks` (None when it asks for none: a beat is otherwise unanswered). The Turns it names
+    and those it asks about are read in one eventually consistent batch."""
     routes = parse(message)
+    asked_for = acks.parse(message)
     revived = refresh(store, connection_id)
-    heartbeat_turns(store, workflow, connection_id, routes)
-    return revived
+    wanted = list(dict.fromkeys([*routes, *asked_for]))
+    found: dict[Any, dict[str, Any]] = {}
+    if asked_for and _live_turns is not None:  # a running Turn's last applied seq may be on its Session item
+        found = _live_turns(store, wanted, consistent=False)
+    else:
+        for i in range(0, len(wanted), 100):  # BatchGetItem reads at most 100 keys
+            found.update(store.batch_get([keys.turn(*route) for route in wanted[i:i + 100]], consistent=False))
+    heartbeat_turns(store, workflow, connection_id, routes, found)
+    return revived, acks.answer(connection_id, asked_for, found)
 
 
 def refresh(store: DynamoStore, connection_id: str) -> list[str]:
@@ -128,14 +145,17 @@ def refresh(store: DynamoStore, connection_id: str) -> list[str]:
 
 
 def heartbeat_turns(store: DynamoStore, workflow: Workflow, connection_id: str,
-                    routes: list[tuple[str, str, str]]) -> int:
+                    routes: list[tuple[str, str, str]], found: Optional[dict[Any, dict[str, Any]]] = None) -> int:
     """The task heartbeat of each named Turn this connection claimed (one eventually consistent batch read; a Turn
     claimed elsewhere, ended or closing gets none, so a Runtime keeps alive only its own running Turns)."""
     if not routes:
         return 0
-    found = store.batch_get([keys.turn(*route) for route in routes], consistent=False)
+    if found is None:
+        found = store.batch_get([keys.turn(*route) for route in routes], consistent=False)
     sent = 0
-    for item in found.values():
+    for item in (found.get(keys.address(keys.turn(*route))) for route in routes):
+        if item is None:
+            continue
         if item.get("claimed_by") != connection_id or not item.get("task_token") or item.get("closing"):
             continue
         try:
