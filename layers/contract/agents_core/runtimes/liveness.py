@@ -24,14 +24,10 @@ from .. import keys
 from ..aws import Workflow
 from ..ids import now
 from ..observability import logger
+from ..running_turns import live_turns
 from ..settings import get_settings
 from ..store import DynamoStore
 from . import acks
-
-try:  # Turn items with the live fields their Session item keeps while they run (agents_core/running_turns.py)
-    from ..running_turns import live_turns as _live_turns
-except ImportError:  # a layer where the Turn item holds them all
-    _live_turns = None
 
 SEEN_AT = "seen_at"
 MAX_ASKED_SECONDS = 3600
@@ -115,8 +111,8 @@ def beat(store: DynamoStore, workflow: Workflow, connection_id: str,
     revived = refresh(store, connection_id)
     wanted = list(dict.fromkeys([*routes, *asked_for]))
     found: dict[Any, dict[str, Any]] = {}
-    if asked_for and _live_turns is not None:  # a running Turn's last applied seq may be on its Session item
-        found = _live_turns(store, wanted, consistent=False)
+    if asked_for:  # a running Turn's last applied seq is on its Session item (running_turns.py)
+        found = live_turns(store, wanted, consistent=False)
     else:
         for i in range(0, len(wanted), 100):  # BatchGetItem reads at most 100 keys
             found.update(store.batch_get([keys.turn(*route) for route in wanted[i:i + 100]], consistent=False))
