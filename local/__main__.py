@@ -6,6 +6,7 @@ import signal
 import sys
 import threading
 
+from . import gcsettings
 from .server import LocalStack
 
 EXAMPLE = '''import time
@@ -71,6 +72,7 @@ Settings come from the environment:
 
 
 def main() -> int:
+    gcsettings.apply()  # an allocation-heavy emulation: fewer young-generation collections (local/gcsettings.py)
     if any(arg in ("-h", "--help") for arg in sys.argv[1:]):
         print(USAGE, end="")
         return 0

@@ -17,7 +17,8 @@ unused RSA private key only if something reads it (`private_keys_when_used`), wr
 as the JSON they already are (`plain_json_responses`), and has a Query read its partition, not the whole
 table sorted (`queries_read_what_they_need`). StartExecution keeps one execution per name
 (`one_execution_per_name`), as Step Functions does, and SendTaskFailure keeps its cause
-(`task_failure_keeps_its_cause`).
+(`task_failure_keeps_its_cause`). moto's ASL interpreter is loaded without its AWS Batch task (`no_batch_tasks`:
+no state machine of ours runs one, and its import pulls in moto's EC2, 0.9 s of CPU in every process).
 """
 
 from __future__ import annotations
@@ -167,19 +168,24 @@ def _locked(method: Any) -> Any:
     return wrapper
 
 
-# moto's reads return the stored Item objects, and its responses serialize them after the backend call, outside
-# the lock: an update_item in another thread (it mutates the stored item in place) then raised "dictionary
-# changed size during iteration" in a get_item (a 500 of a fresh make test). Reads hand out copies made under it.
-_READS = ("get_item", "query", "scan", "batch_get_item")
+# moto's reads return the stored Item objects, and its responses serialize them after the backend call: an
+# update_item in another thread (it mutates the stored item in place) then raised "dictionary changed size during
+# iteration" in a get_item (a 500 of a fresh make test). So a whole DynamoDB request, its response's serialization
+# included, runs under the lock (`DynamoHandler.call_action`); deep copies of every read's items, the earlier fix,
+# were a sixteenth of a test process's CPU.
 
 
-def _locked_copy(method: Any) -> Any:
-    @functools.wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with LOCK:
-            return copy.deepcopy(method(*args, **kwargs))
+def method_names_once() -> None:
+    """moto's BaseResponse.call_action lists the response class's methods with inspect.getmembers on every request
+    (3.5% of a test process's CPU); a class's methods do not change, so each class is listed once."""
+    from moto.core import responses
 
-    return wrapper
+    listed = responses.method_names_from_class
+    if getattr(listed, "cached", False):
+        return
+    names = functools.lru_cache(maxsize=None)(listed)
+    names.cached = True  # type: ignore[attr-defined]
+    responses.method_names_from_class = names  # type: ignore[assignment]
 
 
 _STARTS = threading.RLock()
@@ -237,6 +243,36 @@ def task_failure_keeps_its_cause() -> None:
 def wake_on_stream_records(event: threading.Event) -> None:
     """`event` is set whenever moto appends a record to any table's stream in this process."""
     _stream_listeners.add(event)
+
+
+_BATCH_TASK = "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_batch"
+
+
+def no_batch_tasks() -> None:
+    """moto's Step Functions interpreter imports every service integration it knows; its AWS Batch one imports
+    moto.batch, which imports moto's EC2 models, whose region table parses botocore's endpoint data three times
+    (0.9 s of CPU in every process that loads the interpreter: each local stack, each test worker). No state
+    machine in template.yaml runs a Batch task, so that one module is replaced, before the interpreter loads, by
+    one whose task fails at once saying the local stack does not emulate it (never silently)."""
+    import sys
+    import types
+
+    if _BATCH_TASK in sys.modules:
+        return
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_callback import (
+        StateTaskServiceCallback,
+    )
+
+    class StateTaskServiceBatch(StateTaskServiceCallback):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise NotImplementedError("the local stack does not emulate AWS Batch tasks (local/motofix.py)")
+
+        def _eval_service_task(self, *args: Any, **kwargs: Any) -> None:
+            raise NotImplementedError("the local stack does not emulate AWS Batch tasks (local/motofix.py)")
+
+    module = types.ModuleType(_BATCH_TASK)
+    module.StateTaskServiceBatch = StateTaskServiceBatch  # type: ignore[attr-defined]
+    sys.modules[_BATCH_TASK] = module
 
 
 def parse_each_definition_once() -> None:
@@ -378,6 +414,8 @@ def install() -> None:
     global _installed
     if _installed:
         return
+    no_batch_tasks()
+    method_names_once()
     parse_each_definition_once()
     one_execution_per_name()
     task_failure_keeps_its_cause()
@@ -387,7 +425,10 @@ def install() -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
     for name in _LOCKED:
-        setattr(DynamoDBBackend, name, (_locked_copy if name in _READS else _locked)(getattr(DynamoDBBackend, name)))
+        setattr(DynamoDBBackend, name, _locked(getattr(DynamoDBBackend, name)))
+    from moto.dynamodb.responses import DynamoHandler
+
+    DynamoHandler.call_action = _locked(DynamoHandler.call_action)  # type: ignore[method-assign]
     DynamoDBBackend.transact_write_items = _transact_write_items  # type: ignore[method-assign]
     from moto.dynamodb.models.table import StreamShard
 
