@@ -295,13 +295,13 @@ def levers(turns: dict[str, Any], per_turn: dict[str, Any], wait: dict[str, Any]
         "the rewrite of the connection's pool rows' `seen_at` every other beat with its GSI1 entry (USD "
         f"{_usd(beat['dynamodb_table_writes'] + beat['dynamodb_index_writes'])}) are most of it; a waiting Turn "
         f"on a connection that beats anyway costs USD {_usd(wait['marginal'])} per 1M minutes.",
-        f"- **The second post of a delivered message.** The result's `turn.tool_result` is posted by the committing "
-        f"function and again from the outbox (USD {_usd(PRICES['websocket_message'])} per 1M Turns). Only a sign that "
-        "the first post arrived could spare the second: a write after it (as dear), posting from the outbox alone (a "
-        "Streams hop between a result and the Runtime), or a read of the call before the repeat, skipping it once "
-        "the receipt has landed: measured here, the outbox consumer reads the call before the Runtime's receipt "
-        "lands (the stream wakes it at once), so that read would only add 0.5 RRU; on AWS (the event source mapping "
-        "polls about 4 times a second) it would often win, but nothing here measures it.",
+        "- **The second post of a delivered message is gone** for the reference Runtime: its heartbeat names the "
+        "calls it waits on, so a result is posted once, straight after the Results commit, and a lost post is made "
+        "again by the next beat once the result is 5 s old (docs/runtime-protocol.md, \"A tool result posted "
+        "once\"); the Results commit then carries no outbox command, and with nothing else to publish writes no "
+        "outbox record (one message, one transactional entry and one stream invocation fewer per result). A "
+        "Runtime that does not name its calls still gets both posts. What it costs instead: the waiting Turn's beat "
+        "reads its call (0.5 RRU a beat, in the waiting figures above).",
     ]
 
 
@@ -419,9 +419,9 @@ def main() -> int:
         "- Index writes are counted at the transactional rate (2 WRU per KB) when the table write is transactional: "
         "the conservative reading",
         "  (DynamoDB documents the doubling for the items of a transaction; an index entry is propagated from them).",
-        "- A message delivered to a Runtime (`turn.tool_result`) is posted by the committing function and again by the "
-        "outbox's",
-        "  at-least-once path (the Runtime drops the repeat): both are counted.",
+        "- A tool result is posted once to the reference Runtime (its heartbeat is the backstop: see above); "
+        "`turn.input` and `turn.cancel` are posted by the committing function and again by the outbox's",
+        "  at-least-once path (the Runtime drops the repeat).",
         "- Client reads (polling) are not included: each Session read is one strongly consistent GetItem",
         "  (1 RRU per 4 KB) plus one REST API request and one Lambda invocation; a read of a running Turn also "
         "reads it with its",

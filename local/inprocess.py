@@ -118,12 +118,14 @@ class InProcessStack:
 
     def connect_runtime(self, token: str, harnesses: list[str], heartbeat_seconds: float = 0.5,
                         workspace: Optional[str] = None, beats: bool = True,
-                        deferred_acks: bool = True) -> LocalRuntime:
+                        deferred_acks: bool = True, waiting_calls: bool = True) -> LocalRuntime:
         """A scripted Runtime: shared (an `rt-` token), or an Environment's (an enrollment or its
         credential, with the `workspace` directory it is bound to). `beats=False`: one of the older protocol
         (no runtime.heartbeat; each Turn sends turn.heartbeat), trusted until a post meets GoneException.
-        `deferred_acks=False`: one that takes a turn.ack for every message (its hello does not ask)."""
-        runtime = LocalRuntime(self, token, harnesses, heartbeat_seconds, workspace, beats, deferred_acks)
+        `deferred_acks=False`: one that takes a turn.ack for every message; `waiting_calls=False`: one that takes each
+        tool result twice, straight after its commit and from its outbox (its hello does not ask)."""
+        runtime = LocalRuntime(self, token, harnesses, heartbeat_seconds, workspace, beats, deferred_acks,
+                               waiting_calls)
         self.runtimes.append(runtime)
         return runtime
 
@@ -132,7 +134,8 @@ class LocalRuntime:
     """The reference scripted Runtime wired to the in-process WebSocket gateway."""
 
     def __init__(self, stack: InProcessStack, token: str, harnesses: list[str], heartbeat_seconds: float,
-                 workspace: Optional[str] = None, beats: bool = True, deferred_acks: bool = True):
+                 workspace: Optional[str] = None, beats: bool = True, deferred_acks: bool = True,
+                 waiting_calls: bool = True):
         from runtime.capabilities import declarations
         from runtime.harnesses.scripted.driver import ScriptedDriver
         from runtime.router import Runtime
@@ -154,6 +157,8 @@ class LocalRuntime:
         liveness = {"heartbeat_seconds": heartbeat_seconds} if beats else {}
         if beats and deferred_acks:  # its heartbeat asks for acks (runtime/client.py's hello says so too)
             liveness["deferred_acks"] = True
+        if beats and waiting_calls:  # its heartbeat names the calls it waits on: each result is posted once
+            liveness["waiting_calls"] = True
         self.send({"action": RUNTIME_HELLO, "harnesses": declarations(harnesses), **liveness})
 
     def _receive(self, text: str) -> None:

@@ -30,6 +30,7 @@ from agents_contract.protocol import (
     RUNTIME_HELLO,
     RUNTIME_WELCOME,
     TYPE,
+    WAITING_CALLS,
 )
 
 from .capabilities import declarations
@@ -151,7 +152,9 @@ class RuntimeClient:
         hello: dict[str, Any] = {"action": RUNTIME_HELLO, "harnesses": declarations(list(self.drivers), engines),
                                  "instance": self.instance, HEARTBEAT_SECONDS_FIELD: self.heartbeat_seconds,
                                  # the welcome says it back: messages unacknowledged until a heartbeat asks
-                                 DEFERRED_ACKS_FIELD: True}
+                                 DEFERRED_ACKS_FIELD: True,
+                                 # a result is posted once; the heartbeat names the calls awaited (the backstop)
+                                 WAITING_CALLS: True}
         if self.hosted is not None:
             hello["isolation"] = self.hosted.declaration()
         try:

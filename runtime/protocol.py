@@ -17,17 +17,21 @@ from typing import Any
 from agents_contract.protocol import (
     ACK,
     ACTION,
+    CALL_ID,
     CHUNK,
     OBSERVATIONS_FIELD,
     ROUTE,
     SEQ,
     TURN_BATCH,
+    TURN_CALL_ABANDONED,
     TURN_COMPLETED,
     TURN_FAILED,
+    TURN_FUNCTION_CALL,
     TURN_HEARTBEAT,
     TURN_ITEM_ADDED,
     TURN_ITEM_DONE,
     TURN_OUTPUT_TEXT_DELTA,
+    TURN_TOOL_RESULT_APPLIED,
     TYPE,
 )
 
@@ -76,6 +80,9 @@ class TurnChannel:
         self.deferred_acks = False
         self.linger = LINGER_SECONDS  # longer with deferred acks: at least three cadences (router.Runtime sets it)
         self._asked_at: float | None = None  # when a runtime.heartbeat last asked Core about this Turn
+        # calls whose function_call was sent and whose turn.tool_result has not arrived: runtime.heartbeat names them
+        # (`waiting_calls`) when Core's welcome granted it, and Core posts again a result that was lost on its way
+        self.waiting_calls: dict[str, None] = {}
         self.done = threading.Event()
         self._lock = threading.Lock()  # numbering and sending, in order
         self._acks = threading.Condition()
@@ -110,6 +117,11 @@ class TurnChannel:
         if self._gathered is not None:  # inside together(): sent on leaving it
             self._gathered.extend(observations)
             return
+        for action, fields in observations:
+            if action == TURN_FUNCTION_CALL and isinstance(fields.get(CALL_ID), str):
+                self.waiting_calls[fields[CALL_ID]] = None
+            elif action in (TURN_CALL_ABANDONED, TURN_TOOL_RESULT_APPLIED):
+                self.waiting_calls.pop(str(fields.get(CALL_ID)), None)
         observations = [piece for action, fields in observations for piece in _split_delta(action, fields)]
         with self._lock:
             groups: list[list[tuple[str, dict[str, Any]]]] = [[]]

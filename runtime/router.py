@@ -13,6 +13,7 @@ from typing import Any, Optional
 from agents_contract.protocol import (
     ACKS,
     ACTION,
+    CALL_ID,
     DEFERRED_ACKS_FIELD,
     DELIVERED,
     DELIVERY_ID,
@@ -36,6 +37,7 @@ from agents_contract.protocol import (
     TURN_TOOL_RESULT,
     TURNS,
     TYPE,
+    WAITING_CALLS,
 )
 
 from .environments.workspace import WORKSPACE_PLACEMENTS, Workspace, WorkspaceError, check_hosted_variables
@@ -47,6 +49,7 @@ log = logging.getLogger("runtime")
 HELD_TURNS = 64  # Turns with messages waiting for their turn.start
 HELD_PER_TURN = 100
 HELD_SECONDS = 600.0
+MAX_WAITING = 128  # call ids one Turn's heartbeat entry names (Core's limit)
 ENDED_KEPT = 10_000  # ids of ended Turns remembered after their state is let go
 
 
@@ -81,6 +84,7 @@ class Runtime:
         # runtime.heartbeat: the cadence Core's welcome named (None: each Turn sends its own turn.heartbeat)
         self.beat_seconds: Optional[float] = None
         self.deferred_acks = False  # the welcome granted deferred_acks: runtime.heartbeat asks for acks
+        self.waiting_calls = False  # the welcome granted waiting_calls: runtime.heartbeat names the calls awaited
         self._beats_stopped = threading.Event()
         self._beats: Optional[threading.Thread] = None
 
@@ -104,6 +108,9 @@ class Runtime:
             with self._lock:  # drivers' deliver() never blocks
                 turn_id = str(message.get(TURN_ID, ""))
                 handle = self.turns.get(turn_id)
+                channel = self.channels.get(turn_id)
+                if kind == TURN_TOOL_RESULT and channel is not None:  # no longer awaited: the beat stops naming it
+                    channel.waiting_calls.pop(str(message.get(CALL_ID)), None)
                 if handle is None:
                     if turn_id not in self._ended:
                         self._hold(turn_id, message)  # ahead of its turn.start, which travels another path
@@ -321,6 +328,7 @@ class Runtime:
             return  # an older Core: each Turn sends turn.heartbeat
         self.beat_seconds = float(cadence)  # what the hello asked, or shorter: Core's bound decides
         self.deferred_acks = welcome.get(DEFERRED_ACKS_FIELD) is True  # else (an older Core) every message is acked
+        self.waiting_calls = welcome.get(WAITING_CALLS) is True  # else each result comes twice (commit and outbox)
         for channel in list(self.channels.values()):
             channel.per_turn_heartbeats = False
             self._defer_acks(channel)
@@ -342,7 +350,8 @@ class Runtime:
         with deferred acks, asking about every Turn (running or ended) that holds unacknowledged observations;
         returns the messages sent."""
         channels = list(self.channels.values())
-        routes = [dict(c.route) for c in channels if c.alive]
+        routes = [{**c.route, **({WAITING_CALLS: list(c.waiting_calls)[:MAX_WAITING]}
+                                 if self.waiting_calls and c.waiting_calls else {})} for c in channels if c.alive]
         asks = [a for a in (c.ack_request() for c in channels) if a is not None]
         size = MAX_HEARTBEAT_TURNS
         parts = [(routes[i:i + size], asks[i:i + size]) for i in range(0, max(len(routes), len(asks)), size)]

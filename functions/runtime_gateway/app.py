@@ -86,8 +86,8 @@ def handler(event, context):
         elif conn.get("runtime_kind") == "enrolling":
             raise AgentsError("Say runtime.hello first: it spends the enrollment.", param="action")
         elif action == RUNTIME_HEARTBEAT:  # alive, with the Turns it runs; unanswered unless it asks for acks
-            revived, answer = liveness.beat(store, default_workflow(), connection_id, message)
-            if answer is not None:  # it asked which of its observations Core has applied: one answer for all
+            revived, answers = liveness.beat(store, default_workflow(), connection_id, message)
+            for answer in answers:  # what it asked Core has applied (one turn.acks), results lost on their way
                 _reply(connection_id, answer)
             if revived:  # its rows were stale: what queued meanwhile is offered to it, as at a hello
                 _offer_queued(store, connection_id, connections.queued_pools(conn, revived))

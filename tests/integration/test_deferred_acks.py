@@ -132,3 +132,7 @@ def test_core_answers_a_heartbeat_asking_about_acks_and_rejects_a_malformed_ask(
     raw.send({"action": protocol.RUNTIME_HEARTBEAT, "turns": [], protocol.ACKS: [{**route, "seq": 0}]})
     error = wait_for(lambda: [e for e in raw.errors() if e.get("action") == protocol.RUNTIME_HEARTBEAT], timeout=10)[0]
     assert error["error"]["param"] == "acks[0]"
+    # the calls a beat names as awaited (runtimes/redelivery.py) are shape-checked too
+    raw.send({"action": protocol.RUNTIME_HEARTBEAT, "turns": [{**route, protocol.WAITING_CALLS: "c1"}]})
+    wait_for(lambda: len([e for e in raw.errors() if e.get("action") == protocol.RUNTIME_HEARTBEAT]) == 2, timeout=10)
+    assert raw.errors()[-1]["error"]["param"] == "turns[0].waiting_calls"

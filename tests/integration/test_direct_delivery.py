@@ -1,14 +1,33 @@
 """Runtime-bound messages leave the committing Lambda straight after its commit (no Streams hop between a
 result and the Runtime); the outbox stays the at-least-once path behind it, and the Runtime drops the
-repeat by its delivery id."""
+repeat by its delivery id. A Runtime whose heartbeat names the calls it waits on (`waiting_calls`) gets each result
+once: no outbox command, no outbox record for a commit with nothing else to publish, and its next beat has a post
+that was lost made again (runtimes/redelivery.py)."""
+
+import pytest
+
+from agents_core.runtimes.connections import create_runtime_token
 
 from agents_core import results
+from agents_core.runtimes import redelivery
 from local.inprocess import wait_for
 from runtime.harnesses import TurnHandle
 from runtime.protocol import TurnChannel
 from runtime.router import Runtime
-from tests.integration.stack_fixtures import client, runtime, stack  # noqa: F401 - fixtures
+from tests.integration.stack_fixtures import client, stack  # noqa: F401 - fixtures
 from tests.integration.test_turns import pending, result, session_with, turn_status
+
+
+@pytest.fixture
+def runtime(stack):
+    """A Runtime that takes each result twice (its hello does not say waiting_calls), as Runtimes before it do."""
+    return stack.connect_runtime(create_runtime_token(stack.store, "test"), ["scripted"], waiting_calls=False)
+
+
+@pytest.fixture
+def single(stack):
+    """The reference Runtime as it is: its heartbeat names the calls it waits on, so each result is posted once."""
+    return stack.connect_runtime(create_runtime_token(stack.store, "test"), ["scripted"])
 
 
 def received(runtime, kind):
@@ -45,6 +64,43 @@ def test_when_the_direct_post_is_lost_the_outbox_delivers_the_result(client, run
     client.beta.agents.sessions.events.create(session.id, events=[result(action, output="rain")])
     wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed", timeout=20)
     assert [m["result"]["output"] for m in received(runtime, "turn.tool_result")] == ["rain"]
+
+
+def deliver_commands(stack, tenant, session_id):
+    """The deliver commands of every outbox record the Session's commits wrote."""
+    from agents_contract import jsonutil
+    from agents_core import keys as k
+    from agents_core.store import unpack
+
+    every = k.outbox_record(tenant, session_id, 0)
+    rows = stack.store.query(pk=every["PK"], sk_prefix="OUT#", limit=200).items
+    return [c for r in rows for c in jsonutil.loads(unpack(r["commands"]) if r.get("commands") else "[]")
+            if c.get("type") == "deliver"]
+
+
+def test_a_runtime_that_names_its_waiting_calls_gets_each_result_once_and_no_outbox_record_carries_it(
+        client, single, stack):
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    client.beta.agents.sessions.events.create(session.id, events=[result(action, output="sunny")])
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed", timeout=20)
+    got = received(single, "turn.tool_result")
+    assert len(got) == 1 and got[0]["result"]["output"] == "sunny" and got[0]["delivery_id"]
+    assert deliver_commands(stack, got[0]["tenant"], session.id) == []  # the outbox was never asked to post it
+    assert len(output_items(client, session.id)) == 1
+
+
+def test_a_lost_direct_post_is_repaired_by_the_runtimes_next_heartbeat(client, single, monkeypatch):
+    monkeypatch.setattr(results, "send_now", lambda commands: None)  # the function died after its commit
+    session = session_with(client, "call get_weather {}\nsay done")
+    action = pending(client, session.id)
+    client.beta.agents.sessions.events.create(session.id, events=[result(action, output="rain")])
+    # the beat names the call it still waits on; once the result is REPOST_AFTER_SECONDS old, Core posts it again
+    wait_for(lambda: turn_status(client, session.id, action.turn_id) == "completed",
+             timeout=redelivery.REPOST_AFTER_SECONDS + 15)
+    got = received(single, "turn.tool_result")
+    assert [m["result"]["output"] for m in got] == ["rain"] and got[0]["delivery_id"].startswith("dlv_")
+    assert len(output_items(client, session.id)) == 1
 
 
 class Recording(TurnHandle):

@@ -91,3 +91,27 @@ def test_the_router_asks_in_its_heartbeat_and_applies_the_answer_only_when_the_w
     older.on_message({"type": "runtime.welcome", "harnesses": [], "heartbeat_seconds": 60})
     older.stop_heartbeats()
     assert older.deferred_acks is False
+
+
+def test_the_heartbeat_names_the_calls_a_turn_waits_on_until_their_result_arrives_when_the_welcome_granted_it():
+    sent = []
+    runtime = Runtime(sent.append, {}, heartbeat_seconds=0.05)
+    runtime.on_message({"type": "runtime.welcome", "harnesses": [], "heartbeat_seconds": 60, "waiting_calls": True})
+    runtime.stop_heartbeats()
+    ch = TurnChannel(START, runtime.send, heartbeat_seconds=0.05)
+    ch._beating = True  # its heartbeats started: runtime.heartbeat names it
+    runtime.channels["turn_1"] = ch
+    ch.emit_batch([("turn.function_call", {"call_id": "c1", "name": "f", "arguments": "{}"}),
+                   ("turn.function_call", {"call_id": "c2", "name": "f", "arguments": "{}"})])
+    sent.clear()
+    runtime.heartbeat()
+    assert sent[-1]["turns"] == [{**START, "waiting_calls": ["c1", "c2"]}]
+    runtime.on_message({"type": protocol.TURN_TOOL_RESULT, "turn_id": "turn_1", "call_id": "c1",
+                        "result": {"output": "ok"}, "delivery_id": "dlv_1"})
+    ch.emit("turn.call.abandoned", call_id="c2")
+    runtime.heartbeat()
+    assert sent[-1]["turns"] == [START]  # nothing awaited: the entry is the route alone
+    older = Runtime([].append, {}, heartbeat_seconds=0.05)
+    older.on_message({"type": "runtime.welcome", "harnesses": [], "heartbeat_seconds": 60})
+    older.stop_heartbeats()
+    assert older.waiting_calls is False

@@ -28,11 +28,14 @@ HEARTBEAT_SECONDS_FIELD = "heartbeat_seconds"  # in runtime.hello (asked for) an
 DEFERRED_ACKS_FIELD = "deferred_acks"
 ACK = "ack"
 ACKS = "acks"
+# A Runtime that beats may take each tool result's single post: its hello and welcome say `waiting_calls`, and each
+# Turn's entry in its `runtime.heartbeat` names the calls it still waits on (docs/runtime-protocol.md, "Liveness").
+WAITING_CALLS = "waiting_calls"
 
 # The routing fields Core sends in `turn.start` and every observation of the Turn carries back.
 ROUTE = (TENANT, SESSION_ID, TURN_ID)
 FIELDS = (TYPE, ACTION, TENANT, SESSION_ID, TURN_ID, SEQ, CALL_ID, DELIVERY_ID, OBSERVATIONS_FIELD, REF, TURNS,
-          HEARTBEAT_SECONDS_FIELD, DEFERRED_ACKS_FIELD, ACK, ACKS)
+          HEARTBEAT_SECONDS_FIELD, DEFERRED_ACKS_FIELD, ACK, ACKS, WAITING_CALLS)
 
 # ---- liveness (docs/runtime-protocol.md, "Liveness") ---------------------------------------------------
 # A Runtime connection that asked for it in its hello sends one `runtime.heartbeat` every cadence, idle or busy,

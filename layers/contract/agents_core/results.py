@@ -16,8 +16,9 @@ from agents_contract.errors import IdempotencyConflict, InvalidRequest, NotFound
 from agents_contract.harnessconfig import declaration
 
 from . import engine, keys
-from .ids import now
+from .ids import new_id, now
 from .observability import logger
+from .runtimes import redelivery
 from .settings import get_settings
 from .store import DynamoStore
 
@@ -56,12 +57,13 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
                 return None, None  # the same batch under the same key: already admitted
         calls = {item["call_id"]: item for item in found.values() if item.get("kind") == "call"}
         draft = engine.Draft(store, tenant, session_item)
-        _apply(draft, batch.events, calls)
+        direct = _Direct()  # results posted once, after the commit (no outbox command)
+        _apply(draft, batch.events, calls, direct)
         if idempotency_key:
             draft.idempotency = {**keys.idempotency_record(tenant, idempotency_key), "kind": "idempotency",
                                  "digest": batch_digest, "session_id": session_id,
                                  "ttl": now() + get_settings().idempotency_ttl_seconds}
-        draft.after_commit(lambda: send_now(draft.commands))
+        draft.after_commit(lambda: send_now(draft.commands + direct.posts))
         return draft, None
 
     engine.attempt(decide)
@@ -69,8 +71,9 @@ def submit(store: DynamoStore, tenant: str, session_id: str, body: Any, idempote
 
 def send_now(commands: list[dict[str, Any]]) -> None:
     """After the commit, post its Runtime-bound messages at once (no Streams hop between a result and
-    the Runtime). Best effort: the commit's outbox record delivers them again (at least once), so a
-    failed post here loses nothing and never fails the request."""
+    the Runtime). Best effort: the commit's outbox record delivers them again (at least once), or, for a
+    result to a Runtime that names the calls it waits on in its heartbeat, that heartbeat has it posted
+    again (runtimes/redelivery.py), so a failed post here loses nothing and never fails the request."""
     deliveries = [c for c in commands if c.get("type") == "deliver"]
     if not deliveries:
         return
@@ -84,7 +87,15 @@ def send_now(commands: list[dict[str, Any]]) -> None:
                 "turn_id")})
 
 
-def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, Any]]) -> None:
+@dataclasses.dataclass
+class _Direct:
+    """One decision's results posted only after the commit, and the claiming connection's declaration row."""
+
+    posts: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    rows: dict[str, Optional[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+
+
+def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, Any]], direct: _Direct) -> None:
     records = {cid: call_record(item) for cid, item in calls.items()}
     decl = declaration(draft.snapshot.harness, draft.snapshot.impersonate)
     content = 0
@@ -108,8 +119,8 @@ def _apply(draft: engine.Draft, events: list[Any], calls: dict[str, dict[str, An
                         "The tool result is too large to store with its call: the call's arguments and result "
                         f"together may hold at most {CALL_ITEM_BUDGET - 2048} bytes of JSON.",
                         param=_content_param(event, index))
-                _check_runtime_capabilities(draft, event, index)
-                _admit_result(draft, event, calls[event.call_id], decision.digest)
+                _check_runtime_capabilities(draft, event, index, direct)
+                _admit_result(draft, event, calls[event.call_id], decision.digest, direct)
                 records[event.call_id] = decisions.CallRecord(
                     event.call_id, decision.call.turn_id, decisions.CallState.SUBMITTED,
                     decision.call.child_turn_id, decision.digest)
@@ -150,29 +161,15 @@ def _check_content_size(event: Any, index: int, used: int) -> int:
     return size
 
 
-def _check_runtime_capabilities(draft: engine.Draft, event: wire.ToolResultEvent, index: int) -> None:
+def _check_runtime_capabilities(draft: engine.Draft, event: wire.ToolResultEvent, index: int, direct: _Direct) -> None:
     """A new result needs what the Runtime running its Turn advertised for it (`function_result_images` for
     image parts): otherwise a 400 that leaves the call pending. Read only for such a result: the claiming
     connection's declaration of this Harness (an exec-server host's is its Environment's)."""
     needed = capabilities.result_capabilities([decisions.result_as_sent(event)])
     if not needed:
         return
-    connection = (draft.active_turn or {}).get("claimed_by")
-    advertised: frozenset[str] = frozenset()
-    if connection:
-        harness = draft.snapshot.harness
-        wanted = [keys.declaration(connection, harness)]
-        if draft.snapshot.environment.get("type") == "self_hosted":
-            from .environments import placement
-
-            env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
-            wanted.append(keys.environment_declaration(connection, env_id, harness))  # type: ignore[arg-type]
-        found = draft.store.batch_get(wanted)
-        for key in wanted:
-            row = found.get(keys.address(key))
-            if row is not None:
-                advertised = frozenset(row.get("capabilities") or ())
-                break
+    row = _declaration(draft, direct)
+    advertised = frozenset(row.get("capabilities") or ()) if row else frozenset()
     lacking = capabilities.missing(advertised, needed)
     if lacking:
         raise UnsupportedConfiguration(
@@ -180,20 +177,51 @@ def _check_runtime_capabilities(draft: engine.Draft, event: wire.ToolResultEvent
             "function results. Send the result without image parts.", param=f"events[{index}].output")
 
 
-def _admit_result(draft: engine.Draft, event: wire.ToolResultEvent, call: dict[str, Any], digest: str) -> None:
-    """Conditional on the call still pending with no stored result (ALL_OLD re-classifies on a race)."""
+def _declaration(draft: engine.Draft, direct: _Direct) -> Optional[dict[str, Any]]:
+    """The declaration of the Session's Harness by the connection that claimed the active Turn (an exec-server host's
+    is its Environment's), read once per decision; None without a claim or a row."""
+    connection = (draft.active_turn or {}).get("claimed_by")
+    if not connection:
+        return None
+    cache = direct.rows
+    if connection in cache:
+        return cache[connection]
+    harness = draft.snapshot.harness
+    wanted = [keys.declaration(connection, harness)]
+    if draft.snapshot.environment.get("type") == "self_hosted":
+        from .environments import placement
+
+        env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
+        wanted.append(keys.environment_declaration(connection, env_id, harness))  # type: ignore[arg-type]
+    found = draft.store.batch_get(wanted)
+    cache[connection] = next((found[keys.address(k)] for k in wanted if keys.address(k) in found), None)
+    return cache[connection]
+
+
+def _admit_result(draft: engine.Draft, event: wire.ToolResultEvent, call: dict[str, Any], digest: str,
+                  direct: _Direct) -> None:
+    """Conditional on the call still pending with no stored result (ALL_OLD re-classifies on a race). The result is
+    posted straight after the commit and again from its outbox record; to a Runtime whose heartbeat names the calls
+    it waits on, only straight after the commit (its heartbeat has a lost post made again: runtimes/redelivery.py)."""
     sent = decisions.result_as_sent(event)
+    delivery_id = new_id("dlv")
     draft.update_call(
         event.call_id,
-        {"state": "submitted", "digest": digest, "result": jsonutil.dumps(sent), "submitted_at": now()},
+        {"state": "submitted", "digest": digest, "result": jsonutil.dumps(sent), "submitted_at": now(),
+         "delivery_id": delivery_id},
         "#s = :pending AND attribute_not_exists(digest)",
         names={"#s": "state"}, values={":pending": "pending"}, return_old=True,
     )
     # A pending call belongs to the active Turn, whose owner the Session item already names: no read.
     active = draft.active_turn or {}
     if active.get("id") == call["turn_id"] and active.get("claimed_by"):
-        engine.deliver_to(draft, call["turn_id"], active["claimed_by"],
-                          {"type": protocol.TURN_TOOL_RESULT, "call_id": event.call_id, "result": sent})
+        message = {"type": protocol.TURN_TOOL_RESULT, "call_id": event.call_id, "result": sent}
+        if redelivery.posts_once(_declaration(draft, direct)):
+            direct.posts.append({"type": "deliver", "connection_id": active["claimed_by"], "message": {
+                **message, "tenant": draft.tenant, "session_id": draft.session_id, "turn_id": call["turn_id"],
+                "delivery_id": delivery_id}})
+        else:
+            engine.deliver_to(draft, call["turn_id"], active["claimed_by"], message)
     draft.dirty = True
 
 

@@ -17,7 +17,7 @@ from ..aws import ConnectionGone, Messenger
 from ..environments import placement
 from ..ids import new_id, now
 from ..store import DynamoStore
-from . import acks, liveness
+from . import acks, liveness, redelivery
 
 PLACEMENTS = ("environment_none", "local_environment")
 ENGINE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,40}( [A-Za-z0-9_.+\-]{1,40})?")
@@ -148,7 +148,7 @@ def hello(store: DynamoStore, connection_id: str, message: dict[str, Any],
                    "engine": engine_name, "connection_id": connection_id, "capabilities": sorted(advertised),
                    "runtime_kind": kind, "environment_id": env_id, "host_id": conn.get("host_id"),
                    **keys.listed_in_pool(keys.runtime_pool(kind, harness, env_id), now(), connection_id),
-                   **liveness.declared(message), "ttl": now() + 2 * 3600})
+                   **liveness.declared(message), **redelivery.declared(message), "ttl": now() + 2 * 3600})
         served.append(harness)
     return served
 
@@ -163,6 +163,7 @@ def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tu
     _declarations(message)
     liveness.asked(message)
     acks.asked(message)
+    redelivery.asked(message)
     host_id = _isolation(message, conn)
     welcome: dict[str, Any] = {"type": protocol.RUNTIME_WELCOME}
     if host_id is not None and conn.get("runtime_kind") != "hosted":
@@ -181,6 +182,7 @@ def greet(store: DynamoStore, connection_id: str, message: dict[str, Any]) -> tu
     welcome["kind"] = conn.get("runtime_kind") or "shared"
     welcome.update(liveness.welcome(message))  # the cadence of its runtime.heartbeat, and the bound
     welcome.update(acks.welcome(message))  # deferred_acks: its heartbeat asks for what its messages did not
+    welcome.update(redelivery.welcome(message))  # waiting_calls: a result is posted once, its heartbeat the backstop
     if conn.get("runtime_kind") == "enrolled":
         welcome["environment_id"] = conn["environment_id"]
         environments.mark_connected(store, conn["tenant"], conn["environment_id"], connection_id)

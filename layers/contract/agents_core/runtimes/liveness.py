@@ -27,7 +27,7 @@ from ..observability import logger
 from ..running_turns import live_turns
 from ..settings import get_settings
 from ..store import DynamoStore
-from . import acks
+from . import acks, redelivery
 
 SEEN_AT = "seen_at"
 MAX_ASKED_SECONDS = 3600
@@ -101,23 +101,26 @@ def parse(message: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def beat(store: DynamoStore, workflow: Workflow, connection_id: str,
-         message: dict[str, Any]) -> tuple[list[str], Optional[dict[str, Any]]]:
+         message: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
     """`runtime.heartbeat`: the connection's pool rows are fresh, and each named Turn this connection claimed gets
-    its task heartbeat. Returns the Harnesses whose row was stale until now (their queued Turns are offered), and the
-    `turn.acks` answering its `acks` (None when it asks for none: a beat is otherwise unanswered). The Turns it names
-    and those it asks about are read in one eventually consistent batch."""
+    its task heartbeat. Returns the Harnesses whose row was stale until now (their queued Turns are offered), and what
+    to post back: the `turn.acks` answering its `acks` (acks.py) and the tool results of the calls it still waits on
+    that were lost on the way (redelivery.py); a beat is otherwise unanswered. The Turns it names, those it asks
+    about and the calls it waits on are read in eventually consistent batches."""
     routes = parse(message)
     asked_for = acks.parse(message)
+    waiting = redelivery.parse(message)
     revived = refresh(store, connection_id)
     wanted = list(dict.fromkeys([*routes, *asked_for]))
     found: dict[Any, dict[str, Any]] = {}
     if asked_for:  # a running Turn's last applied seq is on its Session item (running_turns.py)
         found = live_turns(store, wanted, consistent=False)
-    else:
-        for i in range(0, len(wanted), 100):  # BatchGetItem reads at most 100 keys
-            found.update(store.batch_get([keys.turn(*route) for route in wanted[i:i + 100]], consistent=False))
+    listed = ([] if asked_for else [keys.turn(*route) for route in wanted]) + redelivery.call_keys(waiting)
+    for i in range(0, len(listed), 100):  # BatchGetItem reads at most 100 keys
+        found.update(store.batch_get(listed[i:i + 100], consistent=False))
     heartbeat_turns(store, workflow, connection_id, routes, found)
-    return revived, acks.answer(connection_id, asked_for, found)
+    answer = acks.answer(connection_id, asked_for, found)
+    return revived, ([answer] if answer is not None else []) + redelivery.reposts(connection_id, waiting, found)
 
 
 def refresh(store: DynamoStore, connection_id: str) -> list[str]:
