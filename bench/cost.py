@@ -105,7 +105,7 @@ def waiting_costs(turns: dict[str, Any], memory: dict[str, float], beat: dict[st
     """A Turn waiting (for a tool result) costs only its heartbeats: the measured hops of one beat (the window's
     totals over its beats, the Turn alone on its Runtime's connection) times the beats of a minute at the
     deployed cadence, plus the connection's minute. `marginal`: one more waiting Turn on a connection that beats
-    anyway (its share of the beat: its item in the eventually consistent BatchGetItem)."""
+    anyway (its share of the beat: its item and the call it waits on in the eventually consistent BatchGetItem)."""
     w = turns["waiting_turn"]
     n = max(1, w["per_beat_of"])
     per_minute = 60 / beat["cadence_seconds"]
@@ -121,8 +121,9 @@ def waiting_costs(turns: dict[str, Any], memory: dict[str, float], beat: dict[st
     }
     parts = {k: v * per_minute for k, v in per_beat.items()}
     parts["websocket_connection_minute"] = PRICES["websocket_connection_minute"]
-    turn_kb = turns["turn_lifecycle_one_call"]["item_kb"].get("turn", 1.0)
-    marginal_rru = 0.5 * math.ceil(turn_kb / 4)
+    item_kb = turns["turn_lifecycle_one_call"]["item_kb"]
+    # the Turn item, and the call it waits on (the beat names it: runtimes/redelivery.py)
+    marginal_rru = 0.5 * math.ceil(item_kb.get("turn", 1.0) / 4) + 0.5 * math.ceil(item_kb.get("call", 1.0) / 4)
     marginal = per_minute * marginal_rru * PRICES["dynamodb_read_request_unit"]
     return {"parts": parts, "total": sum(parts.values()), "per_beat": sum(per_beat.values()),
             "beats_per_minute": per_minute, "marginal": marginal, "marginal_rru_per_beat": marginal_rru,
@@ -238,7 +239,8 @@ def waiting_lines(wait: dict[str, Any], beat: dict[str, Any]) -> list[str]:
         f"{_usd(p['websocket_connection_minute'])} |",
         f"| **total** | | **{_usd(wait['total'])}** |",
         "",
-        f"One more waiting Turn on a connection that beats anyway adds only its item to the beat's eventually "
+        f"One more waiting Turn on a connection that beats anyway adds only its item and the call it waits on (the "
+        f"beat names it, so a lost result is posted again) to the beat's eventually "
         f"consistent BatchGetItem ({wait['marginal_rru_per_beat']:g} RRU x 0.125 x {per_min:g}): USD "
         f"{_usd(wait['marginal'])} per 1M waiting Turn-minutes. The connection's own beat (idle or busy) is USD "
         f"{(wait['total'] - wait['marginal']) * 60 * 24 * 30:,.4f} per Runtime connection-month.",

@@ -49,10 +49,12 @@ HEARTBEAT_BOUND_SECONDS = 3 * HEARTBEAT_CADENCE_SECONDS  # 75: the template's He
 MAX_HEARTBEAT_TURNS = 100  # Turns named in one runtime.heartbeat (a Runtime running more sends several)
 # What one runtime.heartbeat costs in AWS (bench/cost.py reads these): one WebSocket message, one Lambda
 # invocation (the runtime gateway), one eventually consistent Query of the connection's declarations, one
-# eventually consistent BatchGetItem of the Turns it names (0.5 RRU per Turn up to 4 KB), one SendTaskHeartbeat
+# eventually consistent BatchGetItem of the Turns it names and the calls they wait on (0.5 RRU per item up to 4 KB;
+# `waiting_calls`: runtimes/redelivery.py), one SendTaskHeartbeat
 # per Turn (no charge), and, every other beat, one UpdateItem per declaration (seen_at; the pool row is in GSI1).
 HEARTBEAT_COST = {"websocket_messages": 1, "lambda_invocations": 1, "queries": 1, "rru_per_query": 0.5,
-                  "rru_per_turn": 0.5, "declaration_writes_per_beat": 0.5, "wru_per_declaration_write": 2}
+                  "rru_per_turn": 0.5, "rru_per_waiting_call": 0.5,
+                  "declaration_writes_per_beat": 0.5, "wru_per_declaration_write": 2}
 
 # ---- Core -> Runtime (by `type`) -----------------------------------------------------------------------
 
