@@ -296,6 +296,20 @@ def parse_each_definition_once() -> None:
 
     parse_once.parses_once = True  # type: ignore[attr-defined]
     AmazonStateLanguageParser.parse = staticmethod(parse_once)  # type: ignore[method-assign]
+    # CreateStateMachine validates the definition by building an execution's components and dropping them (the
+    # preprocessor's visit: ~10 ms, twice per stack, and an in-process stack is built for every test). A definition
+    # that validated is the same string the next time: it is valid again. A failing one is validated every time.
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    validate = StepFunctionsParserBackend._validate_definition
+    valid: set[str] = set()
+
+    def validate_once(definition: str) -> None:
+        if definition not in valid:
+            validate(definition=definition)
+            valid.add(definition)
+
+    StepFunctionsParserBackend._validate_definition = staticmethod(validate_once)  # type: ignore[method-assign]
 
 
 class _KeyWhenUsed:
