@@ -191,15 +191,18 @@ class NativeRuntime(RuntimeProcess):
 
 
 def tenant_client(local_stack: dict, tenant: str) -> OpenAI:
-    """Another tenant's official SDK client (a key made with `python -m agents_core.apikeys`). Only the dev
-    tenant's Environments are connected automatically: another tenant's wait for their own machine."""
-    key = subprocess.run([sys.executable, "-m", "agents_core.apikeys", "--tenant", tenant, "--table",
-                          local_stack["table"], "--endpoint-url", local_stack["moto_endpoint"]], cwd=ROOT,
-                         capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(ROOT / "layers" / "contract"), "AWS_ACCESS_KEY_ID": "local",
-                              "AWS_SECRET_ACCESS_KEY": "local", "AWS_DEFAULT_REGION": "us-east-1",
-                              "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}).stdout.strip()
-    return OpenAI(base_url=local_stack["base_url"], api_key=key, max_retries=0, _strict_response_validation=True)
+    """Another tenant's official SDK client, its key made as `python -m agents_core.apikeys --tenant` makes it
+    (its create_key on the stack's table, with the emulator's dummy credentials), in this process: a new interpreter
+    per tenant was 0.3 s of CPU, 50 times a run. tests/e2e/test_local_stack.py and test_newcomer.py run the command
+    itself. Only the dev tenant's Environments are connected automatically: another tenant's wait for their own
+    machine."""
+    from agents_core.apikeys import create_key
+    from agents_core.store import DynamoStore, dynamodb_client
+
+    store = DynamoStore(local_stack["table"], dynamodb_client(local_stack["moto_endpoint"], "us-east-1",
+                                                              emulator=True))
+    return OpenAI(base_url=local_stack["base_url"], api_key=create_key(store, tenant), max_retries=0,
+                  _strict_response_validation=True)
 
 
 BETA = {"headers": {"OpenAI-Beta": "agents=v1"}}
