@@ -168,7 +168,7 @@ def _check_runtime_capabilities(draft: engine.Draft, event: wire.ToolResultEvent
     needed = capabilities.result_capabilities([decisions.result_as_sent(event)])
     if not needed:
         return
-    row = _declaration(draft, direct)
+    row = _declaration(draft, direct, consistent=True)
     advertised = frozenset(row.get("capabilities") or ()) if row else frozenset()
     lacking = capabilities.missing(advertised, needed)
     if lacking:
@@ -177,14 +177,16 @@ def _check_runtime_capabilities(draft: engine.Draft, event: wire.ToolResultEvent
             "function results. Send the result without image parts.", param=f"events[{index}].output")
 
 
-def _declaration(draft: engine.Draft, direct: _Direct) -> Optional[dict[str, Any]]:
+def _declaration(draft: engine.Draft, direct: _Direct, consistent: bool = False) -> Optional[dict[str, Any]]:
     """The declaration of the Session's Harness by the connection that claimed the active Turn (an exec-server host's
-    is its Environment's), read once per decision; None without a claim or a row."""
+    is its Environment's), read once per decision (eventually consistent: it was written at the connection's hello,
+    before the Turn was claimed; the image check reads again, consistently, when that found none); None without a
+    claim or a row."""
     connection = (draft.active_turn or {}).get("claimed_by")
     if not connection:
         return None
     cache = direct.rows
-    if connection in cache:
+    if connection in cache and (cache[connection] is not None or not consistent):
         return cache[connection]
     harness = draft.snapshot.harness
     wanted = [keys.declaration(connection, harness)]
@@ -193,7 +195,7 @@ def _declaration(draft: engine.Draft, direct: _Direct) -> Optional[dict[str, Any
 
         env_id = placement.session_environment_id(draft.session_id, draft.snapshot.environment)
         wanted.append(keys.environment_declaration(connection, env_id, harness))  # type: ignore[arg-type]
-    found = draft.store.batch_get(wanted)
+    found = draft.store.batch_get(wanted, consistent=consistent)
     cache[connection] = next((found[keys.address(k)] for k in wanted if keys.address(k) in found), None)
     return cache[connection]
 
