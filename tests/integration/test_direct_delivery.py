@@ -6,10 +6,9 @@ that was lost made again (runtimes/redelivery.py)."""
 
 import pytest
 
-from agents_core.runtimes.connections import create_runtime_token
-
 from agents_core import results
 from agents_core.runtimes import redelivery
+from agents_core.runtimes.connections import create_runtime_token
 from local.inprocess import wait_for
 from runtime.harnesses import TurnHandle
 from runtime.protocol import TurnChannel
