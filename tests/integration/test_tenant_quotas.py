@@ -96,7 +96,8 @@ def test_over_the_running_turn_limit_input_that_starts_a_turn_is_a_429_that_writ
         "type": "agent.session.input.tool_result", "turn_id": action.turn_id, "call_id": action.call_id,
         "success": True, "output": "sunny"}])
     wait_for(lambda: quotas.running(stack.store, "tenant-a") == 1)
-    create(a, "say three")  # the freed slot
+    third = create(a, "call get_weather {}\nsay three")  # the freed slot (held: its Turn waits on its call)
+    pending(a, third.id)
     assert quotas.running(stack.store, "tenant-a") == LIMIT
 
 
