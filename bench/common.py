@@ -51,7 +51,9 @@ def local_stack(env: dict[str, str], timeout: float = 60) -> Iterator[dict[str, 
                         interval=0.005)
         yield {**info, "startup_seconds_measured": round(time.perf_counter() - t0, 2)}
     finally:
-        stack.send_signal(signal.SIGINT)
+        # SIGTERM, which `python -m local` handles as Ctrl-C: a process started from a background job inherits SIGINT
+        # ignored (POSIX), so SIGINT left a `make bench &` waiting 30 s for a stack that never heard it
+        stack.send_signal(signal.SIGTERM)
         stack.wait(timeout=30)
 
 

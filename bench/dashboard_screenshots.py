@@ -156,7 +156,7 @@ def main() -> int:
                 page.screenshot(path=str(OUT / "dashboard-recovered.png"))
                 browser.close()
         finally:
-            process.send_signal(signal.SIGINT)
+            process.send_signal(signal.SIGTERM)  # as Ctrl-C; SIGINT may be ignored (bench/common.py)
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
