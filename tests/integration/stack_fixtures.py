@@ -48,3 +48,16 @@ def client(stack):
 @pytest.fixture
 def runtime(stack):
     return stack.connect_runtime(create_runtime_token(stack.store, "test"), ["scripted", "codex", "claude_code"])
+
+
+def recording(runtime):
+    """Every message the Runtime sends from now on (its Turns' channels are made after this)."""
+    sent = []
+    forward = runtime.runtime.send
+
+    def send(message):
+        sent.append(message)
+        forward(message)
+
+    runtime.runtime.send = send
+    return sent

@@ -11,7 +11,7 @@ from agents_core.runtimes.connections import create_runtime_token
 from local.inprocess import wait_for
 from runtime.protocol import RESEND_SECONDS
 from tests.integration.raw_runtime import RawRuntime
-from tests.integration.stack_fixtures import HEARTBEAT_SECONDS, client, stack  # noqa: F401 - fixtures
+from tests.integration.stack_fixtures import HEARTBEAT_SECONDS, client, recording, stack  # noqa: F401 - fixtures
 
 TOOLS = [{"type": "function", "name": "get_weather", "description": "Weather",
           "parameters": {"type": "object", "properties": {}}}]
@@ -34,18 +34,6 @@ def one_call_turn(client, runtime):
 
 def of_type(runtime, kind):
     return [m for m in runtime.inbox if m.get("type") == kind]
-
-
-def recording(runtime):
-    sent = []
-    forward = runtime.runtime.send
-
-    def send(message):
-        sent.append(message)
-        forward(message)
-
-    runtime.runtime.send = send
-    return sent
 
 
 def test_a_runtime_that_asks_gets_no_ack_per_message_and_its_beat_acknowledges_every_observation(client, stack):

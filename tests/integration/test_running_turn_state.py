@@ -21,12 +21,19 @@ def raw_runtime(stack):
     return conn, received
 
 
-def test_the_call_and_its_receipt_leave_the_turn_item_alone_and_reads_show_the_live_status(client, stack):
+def started_turn(client, stack):
+    """A one-call Turn started on a raw Runtime: its connection, what it received, the Session, the Turn's route and
+    the Turn item's key."""
     conn, received = raw_runtime(stack)
     session = session_with(client, "call get_weather {}\nsay done")
     start = wait_for(lambda: [m for m in received if m.get("type") == "turn.start"])[0]
     route = {k: start[k] for k in ("tenant", "session_id", "turn_id")}
     turn_key = {"PK": f"T#tenant-a#SESSION#{session.id}", "SK": f"TURN#{route['turn_id']}"}
+    return conn, received, session, route, turn_key
+
+
+def test_the_call_and_its_receipt_leave_the_turn_item_alone_and_reads_show_the_live_status(client, stack):
+    conn, received, session, route, turn_key = started_turn(client, stack)
     session_key = {"PK": f"T#tenant-a#SESSION#{session.id}", "SK": "S"}
 
     def send(message):
@@ -81,11 +88,7 @@ def test_the_call_and_its_receipt_leave_the_turn_item_alone_and_reads_show_the_l
 
 
 def test_a_cancellation_while_waiting_brings_the_live_fields_to_the_turn_item(client, stack):
-    conn, received = raw_runtime(stack)
-    session = session_with(client, "call get_weather {}\nsay done")
-    start = wait_for(lambda: [m for m in received if m.get("type") == "turn.start"])[0]
-    route = {k: start[k] for k in ("tenant", "session_id", "turn_id")}
-    turn_key = {"PK": f"T#tenant-a#SESSION#{session.id}", "SK": f"TURN#{route['turn_id']}"}
+    conn, received, session, route, turn_key = started_turn(client, stack)
     stack.ws.message(conn, json.dumps({"action": "turn.function_call", **route, "seq": 1, "call_id": "call_1",
                                        "name": "get_weather", "arguments": {}}))
     assert client.beta.agents.sessions.turns.retrieve(route["turn_id"], session_id=session.id).status == "waiting"

@@ -12,7 +12,7 @@ from agents_contract import protocol
 from agents_core import keys
 from agents_core.runtimes.connections import create_runtime_token, eligible_runtimes
 from local.inprocess import wait_for
-from tests.integration.stack_fixtures import HEARTBEAT_SECONDS, client, stack  # noqa: F401 - fixtures
+from tests.integration.stack_fixtures import HEARTBEAT_SECONDS, client, recording, stack  # noqa: F401 - fixtures
 
 TOOLS = [{"type": "function", "name": "get_weather", "description": "Weather",
           "parameters": {"type": "object", "properties": {}}}]
@@ -48,19 +48,6 @@ def connected(stack, token):
     runtime = stack.connect_runtime(token, ["scripted"])
     wait_for(lambda: runtime.connection_id in pooled(stack), timeout=10)
     return runtime
-
-
-def recording(runtime):
-    """Every message the Runtime sends from now on (its Turns' channels are made after this)."""
-    sent = []
-    forward = runtime.runtime.send
-
-    def send(message):
-        sent.append(message)
-        forward(message)
-
-    runtime.runtime.send = send
-    return sent
 
 
 def test_a_runtime_that_stopped_beating_is_never_chosen_and_every_later_session_completes_on_the_live_one(
