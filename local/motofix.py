@@ -216,6 +216,29 @@ def one_execution_per_name() -> None:
         backend.start_execution = locked  # type: ignore[method-assign]
 
 
+def stops_wait_for_the_start() -> None:
+    """StopExecution right after StartExecution stops it, as in Step Functions: moto's execution thread sets up its
+    evaluation environment a moment after the start returns, and a stop in that moment raised AttributeError (a
+    teardown that stopped a Turn's just-started workflow, in a fresh make test). The stop waits for the setup (it is
+    the parse of the definition: milliseconds), then stops it as moto does."""
+    import time
+
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    stop = ExecutionWorker.stop
+    if getattr(stop, "waits", False):
+        return
+
+    def stop_once_started(self: Any, stop_date: Any, error: Any, cause: Any) -> None:
+        deadline = time.monotonic() + 5
+        while self.env is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        stop(self, stop_date=stop_date, error=error, cause=cause)
+
+    stop_once_started.waits = True  # type: ignore[attr-defined]
+    ExecutionWorker.stop = stop_once_started  # type: ignore[method-assign]
+
+
 def task_failure_keeps_its_cause() -> None:
     """SendTaskFailure's `cause` reaches the execution (moto's handler drops it, so a Catch saw Cause null): the
     Turn workflow's Settle task reads the outcome from the SettleNeeded failure's Cause (issue 36, item 5)."""
@@ -433,6 +456,7 @@ def install() -> None:
     parse_each_definition_once()
     one_execution_per_name()
     task_failure_keeps_its_cause()
+    stops_wait_for_the_start()
     private_keys_when_used()
     plain_json_responses()
     queries_read_what_they_need()

@@ -275,3 +275,36 @@ def test_concurrent_starts_of_one_execution_name_run_one_execution(monkeypatch):
         with pytest.raises(ClientError) as closed:
             sfn.start_execution(stateMachineArn=arn, name="turn_1", input='{"a": 1}')
         assert closed.value.response["Error"]["Code"] == "ExecutionAlreadyExists"
+
+
+def test_an_execution_stopped_the_moment_it_started_is_stopped(monkeypatch):
+    """StopExecution right after StartExecution stops it, as in Step Functions: moto's execution thread sets up its
+    environment a moment after the start returns, and a stop then raised AttributeError (a fresh make test's
+    teardown). The window is widened here (a slow parse) so it is hit every time without the fix."""
+    import json
+    import time
+
+    import boto3
+    from moto import mock_aws
+    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
+
+    from local import lambdas, motofix
+
+    motofix.install()
+    entrypoint = ExecutionWorker._get_evaluation_entrypoint
+
+    def slow_entrypoint(self):
+        time.sleep(0.2)
+        return entrypoint(self)
+
+    monkeypatch.setattr(ExecutionWorker, "_get_evaluation_entrypoint", slow_entrypoint)
+    wait = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 60, "End": True}}})
+    with mock_aws(config=lambdas.MOTO_CONFIG):
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        arn = sfn.create_state_machine(name="turn", definition=wait,
+                                       roleArn="arn:aws:iam::123456789012:role/local")["stateMachineArn"]
+        execution = sfn.start_execution(stateMachineArn=arn, name="turn_1")["executionArn"]
+        sfn.stop_execution(executionArn=execution)  # raised AttributeError (moto's worker had no environment yet)
+        from local.inprocess import wait_for
+
+        wait_for(lambda: sfn.describe_execution(executionArn=execution)["status"] == "ABORTED", timeout=10)
