@@ -55,6 +55,9 @@ class StreamPoller:
     _wake: threading.Event = field(default_factory=threading.Event)  # a stream record was appended
     _shard_ids: tuple[float, list[str]] = (float("-inf"), [])  # when the shards were listed, and them
     delivered: int = 0
+    # one pump at a time (Lambda's poller processes a shard's batches in order, one after the other): a test that
+    # pumps by hand beside the poller's thread raced it over the same pending records (IndexError, a fresh make test)
+    _pumping: threading.Lock = field(default_factory=threading.Lock)
 
     def _shards(self) -> list[str]:
         """The stream's shards, listed again every SHARD_REFRESH_SECONDS (as Lambda's poller discovers new
@@ -90,6 +93,10 @@ class StreamPoller:
 
     def pump(self) -> int:
         """Deliver everything available now; returns how many records were delivered."""
+        with self._pumping:
+            return self._pump()
+
+    def _pump(self) -> int:
         delivered = 0
         for shard in self._shards():
             queue = self._pending.setdefault(shard, [])
