@@ -221,17 +221,27 @@ def test_a_query_reading_only_its_partition_answers_what_motos_whole_table_sort_
         assert sum(page[1] for page in mine) or case["KeyConditionExpression"] == "PK = :a", case
 
 
+def waiting_machine():
+    """A Step Functions client and a state machine whose execution waits a minute (in an active mock_aws)."""
+    import json
+
+    import boto3
+
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    wait = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 60, "End": True}}})
+    return sfn, sfn.create_state_machine(name="turn", definition=wait,
+                                         roleArn="arn:aws:iam::123456789012:role/local")["stateMachineArn"]
+
+
 def test_concurrent_starts_of_one_execution_name_run_one_execution(monkeypatch):
     """Step Functions (Standard): the same name and input while it runs answers that one execution; a closed one,
     or other input, is ExecutionAlreadyExists. moto checked the name and appended the execution apart, so two
     concurrent starts of a Turn's execution (its direct start and its outbox command) ran two executions, and
     the Runtime got two turn.start. The window is widened here so it is hit every time without the fix."""
     import copy
-    import json
     import threading
     import time
 
-    import boto3
     import moto.stepfunctions.parser.models as parser_models
     from moto import mock_aws
 
@@ -246,11 +256,8 @@ def test_concurrent_starts_of_one_execution_name_run_one_execution(monkeypatch):
             return copy.deepcopy(*args, **kwargs)
 
     monkeypatch.setattr(parser_models, "copy", SlowCopy)
-    wait = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 60, "End": True}}})
     with mock_aws(config=lambdas.MOTO_CONFIG):
-        sfn = boto3.client("stepfunctions", region_name="us-east-1")
-        arn = sfn.create_state_machine(name="turn", definition=wait,
-                                       roleArn="arn:aws:iam::123456789012:role/local")["stateMachineArn"]
+        sfn, arn = waiting_machine()
         barrier, answers = threading.Barrier(6), []
 
         def start():
@@ -281,10 +288,8 @@ def test_an_execution_stopped_the_moment_it_started_is_stopped(monkeypatch):
     """StopExecution right after StartExecution stops it, as in Step Functions: moto's execution thread sets up its
     environment a moment after the start returns, and a stop then raised AttributeError (a fresh make test's
     teardown). The window is widened here (a slow parse) so it is hit every time without the fix."""
-    import json
     import time
 
-    import boto3
     from moto import mock_aws
     from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
 
@@ -298,11 +303,8 @@ def test_an_execution_stopped_the_moment_it_started_is_stopped(monkeypatch):
         return entrypoint(self)
 
     monkeypatch.setattr(ExecutionWorker, "_get_evaluation_entrypoint", slow_entrypoint)
-    wait = json.dumps({"StartAt": "W", "States": {"W": {"Type": "Wait", "Seconds": 60, "End": True}}})
     with mock_aws(config=lambdas.MOTO_CONFIG):
-        sfn = boto3.client("stepfunctions", region_name="us-east-1")
-        arn = sfn.create_state_machine(name="turn", definition=wait,
-                                       roleArn="arn:aws:iam::123456789012:role/local")["stateMachineArn"]
+        sfn, arn = waiting_machine()
         execution = sfn.start_execution(stateMachineArn=arn, name="turn_1")["executionArn"]
         sfn.stop_execution(executionArn=execution)  # raised AttributeError (moto's worker had no environment yet)
         from local.inprocess import wait_for
